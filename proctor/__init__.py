@@ -1,0 +1,4 @@
+"""Proctor: a sandboxed code-execution reward service for RL on code.
+
+This package is the user-facing side: the wire models, the typed HTTP client and the CLI.
+"""

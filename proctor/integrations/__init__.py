@@ -1,0 +1,1 @@
+"""Adapters that plug Proctor into trainers (verl, OpenRLHF, TRL) and agent loops."""

@@ -1,0 +1,414 @@
+"""The wire contract: every request and result that crosses the HTTP API or a queue.
+
+Defined once here and imported by `service`, `workers` and the client, so the three can
+never disagree on a field. Request models forbid unknown fields (a typo is a 422, not a
+silently ignored option); result models allow them, so older clients keep working.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_FILES",
+    "Action",
+    "BashAction",
+    "CheatReport",
+    "Decision",
+    "EpisodeCreate",
+    "EpisodeCreated",
+    "EpisodeMode",
+    "EpisodeResult",
+    "EpisodeStatus",
+    "Evidence",
+    "EvidenceSource",
+    "Limits",
+    "NetworkPolicy",
+    "Observation",
+    "Policy",
+    "ReadFileAction",
+    "RepoSnapshot",
+    "SandboxInfo",
+    "ScreenItem",
+    "ScreenRequest",
+    "ScreenResponse",
+    "ScreenVerdict",
+    "Scoring",
+    "Solution",
+    "Step",
+    "TaskContext",
+    "TaskSpec",
+    "TestCase",
+    "TestFormat",
+    "TestOutcome",
+    "TestSpec",
+    "Timings",
+    "Verdict",
+    "WriteFileAction",
+]
+
+MAX_FILES = 2_000
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_PATH_CHARS = 512
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+def check_relative_path(path: str) -> str:
+    """A file name the sandbox may write: relative, inside the workspace, no tricks."""
+    if not path or len(path) > MAX_PATH_CHARS:
+        raise ValueError(f"path must be 1..{MAX_PATH_CHARS} characters")
+    if "\x00" in path or "\\" in path:
+        raise ValueError(f"path {path!r} contains a NUL byte or a backslash")
+    if path.startswith("/"):
+        raise ValueError(f"path {path!r} is absolute; paths are relative to the workspace")
+    normal = posixpath.normpath(path)
+    if normal == "." or normal.startswith("../") or normal == "..":
+        raise ValueError(f"path {path!r} leaves the workspace")
+    if any(part == ".." for part in path.split("/")):
+        raise ValueError(f"path {path!r} contains '..'")
+    return normal
+
+
+def _check_files(files: dict[str, str]) -> dict[str, str]:
+    if len(files) > MAX_FILES:
+        raise ValueError(f"at most {MAX_FILES} files per request")
+    checked: dict[str, str] = {}
+    for path, content in files.items():
+        if len(content.encode()) > MAX_FILE_BYTES:
+            raise ValueError(f"file {path!r} is larger than {MAX_FILE_BYTES} bytes")
+        checked[check_relative_path(path)] = content
+    return checked
+
+
+Files = Annotated[dict[str, str], Field(default_factory=dict)]
+
+
+# ---------------------------------------------------------------------------- the task
+
+
+class Limits(_Request):
+    """Resource limits of one sandbox. Defaults suit a unit-test-sized program."""
+
+    timeout_s: float = Field(10.0, gt=0, le=3600, description="wall clock for running the tests")
+    memory_mb: int = Field(512, ge=32, le=16_384, description="memory; swap is not allowed")
+    cpus: float = Field(1.0, gt=0, le=16)
+    pids: int = Field(128, ge=16, le=4096)
+    output_bytes: int = Field(65_536, ge=1024, le=16 * 1024 * 1024, description="per stream")
+    disk_mb: int = Field(256, ge=16, le=8192, description="size of the writable workspace")
+
+
+class TestFormat(StrEnum):
+    junit = "junit"
+    exit_code = "exit_code"
+
+
+class TestSpec(_Request):
+    """The hidden tests: never in the sandbox while the solution or agent acts."""
+
+    files: Files
+    command: str | None = Field(
+        None,
+        max_length=4096,
+        description="defaults to pytest over `files`; with format=junit, pytest commands get "
+        "--junitxml added, other commands write JUnit XML to $PROCTOR_JUNIT_XML",
+    )
+    format: TestFormat = TestFormat.junit
+    fail_to_pass: list[str] = Field(
+        default_factory=list, description="tests that must pass (SWE-bench FAIL_TO_PASS)"
+    )
+    pass_to_pass: list[str] = Field(
+        default_factory=list, description="tests that must keep passing (SWE-bench PASS_TO_PASS)"
+    )
+
+    _files = field_validator("files")(_check_files)
+
+
+class RepoSnapshot(_Request):
+    archive: str = Field(description="base64 of a tar.gz of a working tree with its .git")
+    base_commit: str = Field(pattern=r"^[0-9a-fA-F]{7,64}$")
+
+
+class Scoring(StrEnum):
+    binary = "binary"
+    partial = "partial"
+
+
+class NetworkPolicy(StrEnum):
+    auto = "auto"  # the honeypot network when one is up, else none
+    none = "none"
+    honeypot = "honeypot"
+
+
+class Policy(_Request):
+    """How cheating is screened and paid."""
+
+    network: NetworkPolicy = NetworkPolicy.auto
+    cheat_reward: float = 0.0
+    intercept_penalty: float = Field(-1.0, description="step reward at each intercepted step")
+    disabled_rules: list[str] = Field(default_factory=list)
+    judge: bool = True
+
+
+class TaskSpec(_Request):
+    image: str = Field("python", max_length=128, description="a name from the image allowlist")
+    statement: str | None = Field(None, max_length=200_000, description="the task as posed")
+    files: Files
+    setup: list[str] = Field(
+        default_factory=list, max_length=32, description="commands run before the agent acts"
+    )
+    tests: TestSpec
+    limits: Limits = Field(default_factory=Limits)  # type: ignore[arg-type]
+    scoring: Scoring = Scoring.binary
+    repo: RepoSnapshot | None = None
+    protected_paths: list[str] = Field(
+        default_factory=list, description="visible paths the agent must not change"
+    )
+    target_package: str | None = Field(None, max_length=200)
+    pinned_version: str | None = Field(None, max_length=100)
+    policy: Policy = Field(default_factory=Policy)  # type: ignore[arg-type]
+
+    _files = field_validator("files")(_check_files)
+
+    @field_validator("protected_paths")
+    @classmethod
+    def _check_protected(cls, paths: list[str]) -> list[str]:
+        return [check_relative_path(p.rstrip("/")) + ("/" if p.endswith("/") else "") for p in paths]
+
+
+class TaskContext(_Request):
+    """What the rule filter knows of a task (also accepted alone by /v1/screen)."""
+
+    kind: str | None = None
+    target_package: str | None = None
+    pinned_version: str | None = None
+    protected_paths: list[str] = Field(default_factory=list)
+    base_commit: str | None = None
+
+
+# --------------------------------------------------------------------------- actions
+
+
+class BashAction(_Request):
+    type: Literal["bash"] = "bash"
+    command: str = Field(max_length=1_048_576)
+    timeout_s: float = Field(30.0, gt=0, le=3600)
+
+
+class WriteFileAction(_Request):
+    type: Literal["write_file"] = "write_file"
+    path: str = Field(max_length=4096)
+    content: str = Field(max_length=MAX_FILE_BYTES)
+
+
+class ReadFileAction(_Request):
+    type: Literal["read_file"] = "read_file"
+    path: str = Field(max_length=4096)
+
+
+Action = Annotated[BashAction | WriteFileAction | ReadFileAction, Field(discriminator="type")]
+
+
+class Solution(_Request):
+    files: Files
+    actions: list[Action] = Field(default_factory=list, max_length=256)
+
+    _files = field_validator("files")(_check_files)
+
+
+class EpisodeMode(StrEnum):
+    oneshot = "oneshot"
+    interactive = "interactive"
+
+
+class EpisodeCreate(_Request):
+    task: TaskSpec
+    solution: Solution | None = None
+    mode: EpisodeMode = EpisodeMode.oneshot
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=64)
+
+    @model_validator(mode="after")
+    def _solution_matches_mode(self) -> EpisodeCreate:
+        if self.mode is EpisodeMode.oneshot and self.solution is None:
+            raise ValueError("a one-shot episode needs a solution")
+        if self.mode is EpisodeMode.interactive and self.solution is not None:
+            raise ValueError("an interactive episode takes actions, not a solution")
+        return self
+
+
+# --------------------------------------------------------------------------- results
+
+
+class EpisodeStatus(StrEnum):
+    queued = "queued"
+    starting = "starting"
+    running = "running"
+    evaluating = "evaluating"
+    completed = "completed"
+    failed = "failed"
+    cancelled = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (EpisodeStatus.completed, EpisodeStatus.failed, EpisodeStatus.cancelled)
+
+
+class Verdict(StrEnum):
+    passed = "passed"
+    failed = "failed"
+    timeout = "timeout"
+    oom = "oom"
+    compile_error = "compile_error"
+    runtime_error = "runtime_error"
+    cheat = "cheat"
+    infra_error = "infra_error"
+    cancelled = "cancelled"
+
+
+class TestOutcome(StrEnum):
+    passed = "passed"
+    failed = "failed"
+    error = "error"
+    skipped = "skipped"
+
+
+class TestCase(_Result):
+    name: str
+    outcome: TestOutcome
+    duration_s: float = 0.0
+    message: str | None = None
+
+
+class Observation(_Result):
+    output: str = Field("", description="stdout, or the file content for read_file")
+    stderr: str = ""
+    exit_code: int | None = None
+    truncated: bool = False
+    timed_out: bool = False
+    duration_s: float = 0.0
+
+
+class Decision(StrEnum):
+    allow = "allow"
+    intercept = "intercept"
+    review = "review"
+
+
+class EvidenceSource(StrEnum):
+    rule = "rule"
+    judge = "judge"
+    honeypot = "honeypot"
+    integrity = "integrity"
+
+
+class Evidence(_Result):
+    source: EvidenceSource
+    category: str
+    detail: str
+    rule: str | None = None
+    step: int | None = None
+
+
+class CheatReport(_Result):
+    detected: bool = False
+    evidence: list[Evidence] = Field(default_factory=list)
+    judge: str | None = Field(None, description="judge status: verdict, unavailable, skipped")
+
+
+class Step(_Result):
+    step: int
+    action: Action
+    observation: Observation
+    intercepted: bool = False
+    rule: str | None = None
+    category: str | None = None
+    evidence: str | None = None
+    reward: float = 0.0
+    started_at: float | None = None
+
+
+class Timings(_Result):
+    queued_s: float | None = None
+    sandbox_start_s: float | None = None
+    run_s: float | None = None
+    total_s: float | None = None
+
+
+class SandboxInfo(_Result):
+    image: str | None = None
+    image_digest: str | None = None
+    host: str | None = None
+    network: str | None = None
+
+
+class EpisodeResult(_Result):
+    id: str
+    status: EpisodeStatus
+    mode: EpisodeMode = EpisodeMode.oneshot
+    reward: float | None = None
+    passed: bool | None = None
+    verdict: Verdict | None = None
+    tests: list[TestCase] = Field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    error: str | None = Field(None, description="what went wrong in our infrastructure")
+    timings: Timings = Field(default_factory=Timings)
+    sandbox: SandboxInfo = Field(default_factory=SandboxInfo)
+    steps: list[Step] = Field(default_factory=list)
+    step_rewards: list[float] = Field(default_factory=list)
+    cheat: CheatReport = Field(default_factory=CheatReport)
+    metadata: dict[str, str] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class EpisodeCreated(_Result):
+    """The answer to a create that did not wait for (or outlived) the episode."""
+
+    id: str
+    status: EpisodeStatus
+    observation: Observation | None = None
+    deduplicated: bool = False
+
+
+class ScreenVerdict(_Result):
+    """What the rule filter (and, for `review`, the judge) decided about one action."""
+
+    decision: Decision
+    rule: str | None = None
+    category: str | None = None
+    reason: str = ""
+
+
+class ScreenItem(BaseModel):
+    # extra fields (an `id`, a label) are allowed and ignored, so datasets screen as they are
+    model_config = ConfigDict(extra="allow")
+
+    action: Action
+    task: TaskContext | None = None
+
+
+class ScreenRequest(_Request):
+    items: list[ScreenItem] = Field(max_length=10_000)
+
+
+class ScreenResponse(_Result):
+    verdicts: list[ScreenVerdict]
+
+
+def jsonable(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json")

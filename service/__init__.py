@@ -1,0 +1,1 @@
+"""The HTTP API: validates, authenticates, stores and queues episodes; never touches Docker."""

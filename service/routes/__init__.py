@@ -1,0 +1,1 @@
+"""One resource per module."""

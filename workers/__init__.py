@@ -1,0 +1,1 @@
+"""RQ job functions and everything they drive: sandbox, anti-cheat, evaluation."""

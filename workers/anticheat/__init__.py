@@ -1,0 +1,1 @@
+"""Anti-cheat: parsing, rules, fake-data responders, the honeypot and the LLM judge."""

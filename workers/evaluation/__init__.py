@@ -1,0 +1,1 @@
+"""Grading: running hidden tests, parsing JUnit XML, scoring."""

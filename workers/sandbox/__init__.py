@@ -1,0 +1,1 @@
+"""Docker sandboxes: the typed wrapper, the warm pool and the reaper."""
