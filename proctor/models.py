@@ -42,6 +42,7 @@ __all__ = [
     "Scoring",
     "Solution",
     "Step",
+    "StepResult",
     "TaskContext",
     "TaskSpec",
     "TestCase",
@@ -365,6 +366,8 @@ class EpisodeResult(_Result):
     stderr: str = ""
     stdout_truncated: bool = False
     stderr_truncated: bool = False
+    exit_code: int | None = Field(None, description="exit code of the test command")
+    reason: str = Field("", description="why the verdict is what it is, in one line")
     error: str | None = Field(None, description="what went wrong in our infrastructure")
     timings: Timings = Field(default_factory=Timings)
     sandbox: SandboxInfo = Field(default_factory=SandboxInfo)
@@ -374,6 +377,15 @@ class EpisodeResult(_Result):
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+class StepResult(_Result):
+    """The answer to one interactive action."""
+
+    id: str
+    step: int
+    observation: Observation
+    done: bool = False
 
 
 class EpisodeCreated(_Result):

@@ -1,0 +1,165 @@
+"""The `proctor` command: run the service and workers, build images, talk to a service.
+
+Server commands import `service` and `workers` lazily, so the client install (pydantic +
+httpx + typer) is enough for the client commands.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="Proctor: sandboxed code-execution rewards for RL.")
+images_app = typer.Typer(no_args_is_help=True, help="Sandbox and service images.")
+app.add_typer(images_app, name="images")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+UrlOption = Annotated[str, typer.Option(envvar="PROCTOR_URL", help="service URL")]
+TokenOption = Annotated[str | None, typer.Option(envvar="PROCTOR_TOKEN", help="bearer token")]
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="bind address")] = None,
+    port: Annotated[int | None, typer.Option(help="port")] = None,
+    workers: Annotated[int, typer.Option(help="API processes")] = 1,
+) -> None:
+    """Serve the HTTP API (no workers: start those with `proctor worker`)."""
+    import uvicorn
+
+    from service.config import get_settings
+
+    settings = get_settings()
+    uvicorn.run("service.main:create_app", factory=True, host=host or settings.host,
+                port=port or settings.port, workers=workers, log_level="info")
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[int | None, typer.Option(help="worker processes")] = None,
+    burst: Annotated[bool, typer.Option(help="exit when the queues are empty")] = False,
+) -> None:
+    """Run worker processes on this host (they need Docker and Redis)."""
+    from service.config import get_settings
+    from workers.main import run
+
+    raise typer.Exit(run(get_settings(), concurrency=concurrency, burst=burst))
+
+
+@app.command("run")
+def run_all(
+    concurrency: Annotated[int | None, typer.Option(help="worker processes")] = None,
+) -> None:
+    """Serve the API and run workers in one command (the local default)."""
+    import multiprocessing
+
+    import uvicorn
+
+    from service.config import get_settings
+    from workers.main import run
+
+    settings = get_settings()
+    context = multiprocessing.get_context("spawn")
+    workers = context.Process(target=run, args=(settings,), kwargs={"concurrency": concurrency},
+                              name="workers", daemon=False)
+    workers.start()
+    try:
+        uvicorn.run("service.main:create_app", factory=True, host=settings.host,
+                    port=settings.port, log_level="info")
+    finally:
+        if workers.is_alive():
+            workers.terminate()
+        workers.join(timeout=30)
+
+
+@app.command()
+def openapi(
+    output: Annotated[Path | None, typer.Option(help="write here instead of stdout")] = None,
+) -> None:
+    """Print the OpenAPI document generated from the app."""
+    from service.openapi_doc import render
+
+    text = render()
+    if output:
+        output.write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+@images_app.command("build")
+def images_build(
+    force: Annotated[bool, typer.Option(help="rebuild even if present")] = False,
+) -> None:
+    """Build the sandbox images; with no registry, bootstrap a Debian base offline."""
+    script = REPO_ROOT / "images" / "build.sh"
+    if not script.exists():
+        typer.echo(f"{script} not found: run this from a checkout of Proctor", err=True)
+        raise typer.Exit(2)
+    raise typer.Exit(subprocess.call(["bash", str(script), *(["--force"] if force else [])]))
+
+
+@app.command()
+def submit(
+    path: Annotated[Path, typer.Argument(help="a JSON episode request; - for stdin")],
+    url: UrlOption = "http://127.0.0.1:8000",
+    token: TokenOption = None,
+    timeout: Annotated[float, typer.Option(help="seconds to wait for the result")] = 600,
+) -> None:
+    """Run one episode and print its result as JSON."""
+    from proctor.client import Client
+    from proctor.models import EpisodeCreate
+
+    text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    episode = EpisodeCreate.model_validate_json(text)
+    with Client(url, token=token) as client:
+        result = client.run(episode, timeout_s=timeout)
+    typer.echo(result.model_dump_json(indent=2))
+
+
+@app.command()
+def screen(
+    url: Annotated[str | None, typer.Option(envvar="PROCTOR_URL",
+                                            help="screen on a service instead of locally")] = None,
+    token: TokenOption = None,
+) -> None:
+    """Screen actions (JSON lines on stdin) with the rule filter; one verdict per line out.
+
+    Extra fields of each line (an `id`, a label) are copied to its verdict.
+    """
+    from proctor.models import ScreenItem
+
+    lines = [line for line in sys.stdin.read().splitlines() if line.strip()]
+    raw = [json.loads(line) for line in lines]
+    items = [ScreenItem.model_validate(r) for r in raw]
+    if url:
+        from proctor.client import Client
+
+        with Client(url, token=token) as client:
+            verdicts = client.screen(items)
+    else:
+        from workers.anticheat.screen import screen as screen_action
+
+        verdicts = [screen_action(i.action, i.task) for i in items]
+    for source, verdict in zip(raw, verdicts, strict=True):
+        extra = {k: v for k, v in source.items() if k not in ("action", "task")}
+        typer.echo(json.dumps({**extra, **verdict.model_dump(mode="json")}))
+
+
+@app.command()
+def rules() -> None:
+    """List the rule filter's rules."""
+    from workers.anticheat.rules import RULES
+
+    for rule in RULES:
+        typer.echo(f"{rule.id:32} {rule.category:20} {rule.decision:9} {rule.description}")
+
+
+if __name__ == "__main__":
+    app()

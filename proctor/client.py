@@ -1,0 +1,243 @@
+"""The typed HTTP client, sync and async. Depends only on httpx and the wire models.
+
+    with Client("http://127.0.0.1:8000") as proctor:
+        result = proctor.run(EpisodeCreate(task=..., solution=...))
+        print(result.reward, result.verdict)
+
+Errors:
+
+    ProctorError            anything this client raises
+    ├── ApiError            the service refused the request (4xx); `.status`, `.body`
+    │   └── Overloaded      429: the queue is full; `.retry_after` seconds
+    └── Unavailable         the service or its infrastructure did not answer (5xx, network)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from proctor.models import (
+    Action,
+    EpisodeCreate,
+    EpisodeCreated,
+    EpisodeResult,
+    ScreenItem,
+    ScreenRequest,
+    ScreenVerdict,
+    StepResult,
+)
+
+__all__ = ["ApiError", "AsyncClient", "Client", "Overloaded", "ProctorError", "Unavailable"]
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+DEFAULT_TIMEOUT_S = 330.0  # above the longest server-side wait
+
+
+class ProctorError(Exception):
+    pass
+
+
+class ApiError(ProctorError):
+    def __init__(self, status: int, body: Any) -> None:
+        message = body.get("error", {}).get("message") if isinstance(body, dict) else body
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.body = body
+
+
+class Overloaded(ApiError):
+    def __init__(self, status: int, body: Any, retry_after: float) -> None:
+        super().__init__(status, body)
+        self.retry_after = retry_after
+
+
+class Unavailable(ProctorError):
+    pass
+
+
+def _check(response: httpx.Response) -> Any:
+    if response.status_code < 400:
+        return response.json()
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    if response.status_code == 429:
+        retry = float(response.headers.get("Retry-After", "1"))
+        raise Overloaded(response.status_code, body, retry)
+    if response.status_code >= 500:
+        raise Unavailable(f"{response.status_code}: {body}")
+    raise ApiError(response.status_code, body)
+
+
+def _headers(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def _created_or_result(data: dict[str, Any]) -> EpisodeResult | EpisodeCreated:
+    if "reward" in data or "verdict" in data:
+        return EpisodeResult.model_validate(data)
+    return EpisodeCreated.model_validate(data)
+
+
+class Client:
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._http = httpx.Client(
+            base_url=base_url, headers=_headers(token), timeout=timeout_s, transport=transport
+        )
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            return _check(self._http.request(method, path, **kwargs))
+        except httpx.TransportError as exc:
+            raise Unavailable(f"cannot reach Proctor: {exc}") from exc
+
+    def create(self, episode: EpisodeCreate, *, wait_s: float = 0) -> EpisodeResult | EpisodeCreated:
+        params = {"wait": wait_s} if wait_s else None
+        data = self._request("POST", "/v1/episodes", json=episode.model_dump(mode="json"),
+                             params=params)
+        return _created_or_result(data)
+
+    def create_many(self, episodes: Sequence[EpisodeCreate]) -> list[str]:
+        body = {"episodes": [e.model_dump(mode="json") for e in episodes]}
+        return list(self._request("POST", "/v1/episodes/batch", json=body)["ids"])
+
+    def get(self, episode_id: str, *, wait_s: float = 0) -> EpisodeResult:
+        params = {"wait": wait_s} if wait_s else None
+        return EpisodeResult.model_validate(
+            self._request("GET", f"/v1/episodes/{episode_id}", params=params)
+        )
+
+    def cancel(self, episode_id: str) -> EpisodeResult:
+        return EpisodeResult.model_validate(self._request("DELETE", f"/v1/episodes/{episode_id}"))
+
+    def run(self, episode: EpisodeCreate, *, timeout_s: float = 600) -> EpisodeResult:
+        """Create an episode and wait for its result (server-side waits, no polling)."""
+        deadline = time.monotonic() + timeout_s
+        created = self.create(episode, wait_s=min(timeout_s, 300))
+        if isinstance(created, EpisodeResult):
+            return created
+        while True:
+            result = self.get(created.id, wait_s=min(max(deadline - time.monotonic(), 1), 300))
+            if result.status.terminal or time.monotonic() >= deadline:
+                return result
+
+    def act(self, episode_id: str, action: Action) -> StepResult:
+        data = self._request("POST", f"/v1/episodes/{episode_id}/actions",
+                             json=_dump_action(action))
+        return StepResult.model_validate(data)
+
+    def finish(self, episode_id: str) -> EpisodeResult:
+        return EpisodeResult.model_validate(
+            self._request("POST", f"/v1/episodes/{episode_id}/finish")
+        )
+
+    def screen(self, items: Sequence[ScreenItem]) -> list[ScreenVerdict]:
+        body = ScreenRequest(items=list(items)).model_dump(mode="json", exclude_none=True)
+        data = self._request("POST", "/v1/screen", json=body)
+        return [ScreenVerdict.model_validate(v) for v in data["verdicts"]]
+
+
+class AsyncClient:
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.AsyncBaseTransport | None = None,
+        max_connections: int = 256,
+    ) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=base_url, headers=_headers(token), timeout=timeout_s, transport=transport,
+            limits=httpx.Limits(max_connections=max_connections,
+                                max_keepalive_connections=max_connections),
+        )
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            return _check(await self._http.request(method, path, **kwargs))
+        except httpx.TransportError as exc:
+            raise Unavailable(f"cannot reach Proctor: {exc}") from exc
+
+    async def create(
+        self, episode: EpisodeCreate, *, wait_s: float = 0
+    ) -> EpisodeResult | EpisodeCreated:
+        params = {"wait": wait_s} if wait_s else None
+        data = await self._request("POST", "/v1/episodes", json=episode.model_dump(mode="json"),
+                                   params=params)
+        return _created_or_result(data)
+
+    async def create_many(self, episodes: Sequence[EpisodeCreate]) -> list[str]:
+        body = {"episodes": [e.model_dump(mode="json") for e in episodes]}
+        return list((await self._request("POST", "/v1/episodes/batch", json=body))["ids"])
+
+    async def get(self, episode_id: str, *, wait_s: float = 0) -> EpisodeResult:
+        params = {"wait": wait_s} if wait_s else None
+        return EpisodeResult.model_validate(
+            await self._request("GET", f"/v1/episodes/{episode_id}", params=params)
+        )
+
+    async def cancel(self, episode_id: str) -> EpisodeResult:
+        return EpisodeResult.model_validate(
+            await self._request("DELETE", f"/v1/episodes/{episode_id}")
+        )
+
+    async def run(self, episode: EpisodeCreate, *, timeout_s: float = 600) -> EpisodeResult:
+        deadline = time.monotonic() + timeout_s
+        created = await self.create(episode, wait_s=min(timeout_s, 300))
+        if isinstance(created, EpisodeResult):
+            return created
+        while True:
+            remaining = max(deadline - time.monotonic(), 1)
+            result = await self.get(created.id, wait_s=min(remaining, 300))
+            if result.status.terminal or time.monotonic() >= deadline:
+                return result
+
+    async def act(self, episode_id: str, action: Action) -> StepResult:
+        data = await self._request("POST", f"/v1/episodes/{episode_id}/actions",
+                                   json=_dump_action(action))
+        return StepResult.model_validate(data)
+
+    async def finish(self, episode_id: str) -> EpisodeResult:
+        return EpisodeResult.model_validate(
+            await self._request("POST", f"/v1/episodes/{episode_id}/finish")
+        )
+
+    async def screen(self, items: Sequence[ScreenItem]) -> list[ScreenVerdict]:
+        body = ScreenRequest(items=list(items)).model_dump(mode="json", exclude_none=True)
+        data = await self._request("POST", "/v1/screen", json=body)
+        return [ScreenVerdict.model_validate(v) for v in data["verdicts"]]
+
+
+def _dump_action(action: Action) -> dict[str, Any]:
+    return action.model_dump(mode="json")

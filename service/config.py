@@ -1,0 +1,73 @@
+"""Deployment settings, read once from `PROCTOR_*` environment variables and then frozen.
+
+One object configures the whole server side (API and workers), so a deployment is
+described by one table of variables (see the README).
+"""
+
+from __future__ import annotations
+
+import socket
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from typing_extensions import Annotated
+
+
+def _split_csv(value: object) -> object:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+def _split_mapping(value: object) -> object:
+    """`python=proctor/sandbox-python:latest,node=...` → dict."""
+    if isinstance(value, str):
+        pairs = (item.split("=", 1) for item in value.split(",") if item.strip())
+        return {name.strip(): image.strip() for name, image in pairs}
+    return value
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PROCTOR_", frozen=True, extra="ignore")
+
+    # --- where things are
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    host_id: str = Field(default_factory=socket.gethostname, description="worker host identity")
+
+    # --- API
+    api_tokens: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    max_body_bytes: int = 32 * 1024 * 1024
+    max_wait_s: float = 300.0
+    max_queue_depth: int = 10_000
+    max_batch: int = 1_000
+    result_ttl_s: int = 24 * 3600
+
+    # --- sandboxes
+    images: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=lambda: {"python": "proctor/sandbox-python:latest"}
+    )
+    runtime: str | None = Field(None, description="OCI runtime, e.g. runsc for gVisor")
+    sandbox_user: str = "1000:1000"
+    pool_size: int = Field(2, ge=0, le=64, description="warm containers per image per worker")
+    network: Literal["auto", "none"] = "auto"
+    honeypot_network: str = "proctor-sandbox"
+    max_episode_s: float = 3600.0
+    interactive_idle_s: float = 300.0
+
+    # --- workers
+    worker_concurrency: int = Field(2, ge=1, le=64)
+    heartbeat_s: float = 2.0
+    heartbeat_ttl_s: float = 10.0
+    reaper_interval_s: float = 10.0
+
+    _csv = field_validator("api_tokens", mode="before")(_split_csv)
+    _map = field_validator("images", mode="before")(_split_mapping)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,56 @@
+"""Resources the lifespan owns, and the `Annotated` aliases routes declare to get them."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from typing import Annotated
+
+import redis
+import redis.asyncio as aioredis
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from service.config import Settings
+from service.errors import Unauthorized
+from service.events import EpisodeEvents
+from service.queueing import EpisodeQueue
+from service.store import EpisodeStore
+
+
+@dataclass(slots=True)
+class Resources:
+    settings: Settings
+    redis: redis.Redis
+    aredis: aioredis.Redis
+    store: EpisodeStore
+    queue: EpisodeQueue
+    events: EpisodeEvents
+
+
+def get_resources(request: Request) -> Resources:
+    resources: Resources = request.app.state.resources
+    return resources
+
+
+ResourcesDep = Annotated[Resources, Depends(get_resources)]
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+def require_token(
+    resources: ResourcesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """Bearer auth when tokens are configured; an open local default when none are."""
+    tokens = resources.settings.api_tokens
+    if not tokens:
+        return
+    if credentials is None:
+        raise Unauthorized("a bearer token is required", headers={"WWW-Authenticate": "Bearer"})
+    offered = credentials.credentials.encode()
+    if not any(hmac.compare_digest(offered, token.encode()) for token in tokens):
+        raise Unauthorized("the bearer token is not valid", headers={"WWW-Authenticate": "Bearer"})
+
+
+Authenticated = Depends(require_token)

@@ -1,0 +1,60 @@
+"""Assembles the FastAPI app: settings, resources in the lifespan, routers, error handlers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import redis
+import redis.asyncio as aioredis
+from fastapi import FastAPI
+
+from service.config import Settings, get_settings
+from service.deps import Resources
+from service.errors import install_error_handlers
+from service.events import EpisodeEvents
+from service.limits import BodySizeLimit
+from service.queueing import EpisodeQueue
+from service.routes import episodes, health, metrics
+from service.store import EpisodeStore
+
+API_VERSION = "0.1.0"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        sync_redis = redis.Redis.from_url(settings.redis_url, health_check_interval=30)
+        async_redis = aioredis.Redis.from_url(settings.redis_url, health_check_interval=30)
+        store = EpisodeStore(sync_redis, result_ttl_s=settings.result_ttl_s)
+        events = EpisodeEvents(async_redis)
+        app.state.resources = Resources(
+            settings=settings,
+            redis=sync_redis,
+            aredis=async_redis,
+            store=store,
+            queue=EpisodeQueue(sync_redis, store),
+            events=events,
+        )
+        await events.start()
+        try:
+            yield
+        finally:
+            await events.stop()
+            await async_redis.aclose()
+            sync_redis.close()
+
+    app = FastAPI(
+        title="Proctor",
+        version=API_VERSION,
+        summary="Sandboxed code-execution rewards for RL, hard to cheat.",
+        lifespan=lifespan,
+    )
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(metrics.router)
+    app.include_router(episodes.router)
+    return app

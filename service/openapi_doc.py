@@ -1,0 +1,14 @@
+"""The OpenAPI document as committed in openapi/openapi.json (stable, sorted output)."""
+
+from __future__ import annotations
+
+import json
+
+from service.config import Settings
+
+
+def render() -> str:
+    from service.main import create_app
+
+    document = create_app(Settings()).openapi()
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,153 @@
+"""Episodes: create (one or a batch), read, wait for, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from anyio import to_thread
+from fastapi import APIRouter, Query, status
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from proctor.models import (
+    EpisodeCreate,
+    EpisodeCreated,
+    EpisodeResult,
+    EpisodeStatus,
+    Verdict,
+)
+from service.deps import Authenticated, Resources, ResourcesDep
+from service.errors import BadRequest, Conflict, NotFound, Overloaded
+from service.store import EpisodeRecord
+
+router = APIRouter(prefix="/v1/episodes", tags=["episodes"], dependencies=[Authenticated])
+
+RETRY_AFTER_S = 5
+
+
+class EpisodeBatchCreate(BaseModel):
+    episodes: list[EpisodeCreate] = Field(min_length=1)
+
+
+class EpisodeBatchCreated(BaseModel):
+    ids: list[str]
+
+
+WaitSeconds = Annotated[
+    float, Query(ge=0, le=300, description="hold the request until done, at most this long")
+]
+
+
+def validate_request(resources: Resources, request: EpisodeCreate) -> None:
+    """What pydantic cannot know: this deployment's images and limits."""
+    settings = resources.settings
+    task = request.task
+    if task.image not in settings.images:
+        known = ", ".join(sorted(settings.images))
+        raise BadRequest(f"unknown image {task.image!r}; this deployment offers: {known}")
+    if task.limits.timeout_s > settings.max_episode_s:
+        raise BadRequest(
+            f"limits.timeout_s {task.limits.timeout_s} is over this deployment's "
+            f"maximum of {settings.max_episode_s} s"
+        )
+
+
+def check_capacity(resources: Resources, adding: int) -> None:
+    depth = resources.queue.depth()
+    if depth + adding > resources.settings.max_queue_depth:
+        raise Overloaded(
+            f"the queue holds {depth} episodes (bound {resources.settings.max_queue_depth}); "
+            "retry later",
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )
+
+
+async def wait_for_end(
+    resources: Resources, episode_id: str, timeout_s: float
+) -> EpisodeRecord | None:
+    """The record once terminal, or as it stands when the time is up. Never polls."""
+    events = resources.events
+    await events.ready(timeout_s)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        woken = events.register(episode_id)
+        try:
+            record = await to_thread.run_sync(resources.store.get, episode_id)
+            remaining = deadline - loop.time()
+            if record is None or record.status.terminal or remaining <= 0:
+                return record
+            try:
+                await asyncio.wait_for(asyncio.shield(woken), remaining)
+            except TimeoutError:
+                pass
+        finally:
+            events.unregister(episode_id, woken)
+
+
+@router.post(
+    "",
+    operation_id="create_episode",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={200: {"model": EpisodeResult}, 202: {"model": EpisodeCreated}},
+)
+async def create_episode(
+    request: EpisodeCreate, resources: ResourcesDep, wait: WaitSeconds = 0
+) -> JSONResponse:
+    validate_request(resources, request)
+    await to_thread.run_sync(check_capacity, resources, 1)
+    [episode_id] = await to_thread.run_sync(resources.queue.submit, [request])
+    if wait > 0:
+        record = await wait_for_end(resources, episode_id, min(wait, resources.settings.max_wait_s))
+        if record is not None and record.status.terminal:
+            return JSONResponse(record.public().model_dump(mode="json"), status_code=200)
+    created = EpisodeCreated(id=episode_id, status=EpisodeStatus.queued)
+    return JSONResponse(created.model_dump(mode="json"), status_code=202)
+
+
+@router.post(
+    "/batch",
+    operation_id="create_episodes",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=EpisodeBatchCreated,
+)
+async def create_episodes(batch: EpisodeBatchCreate, resources: ResourcesDep) -> EpisodeBatchCreated:
+    if len(batch.episodes) > resources.settings.max_batch:
+        raise BadRequest(f"at most {resources.settings.max_batch} episodes per batch")
+    for request in batch.episodes:
+        validate_request(resources, request)
+    await to_thread.run_sync(check_capacity, resources, len(batch.episodes))
+    ids = await to_thread.run_sync(resources.queue.submit, batch.episodes)
+    return EpisodeBatchCreated(ids=ids)
+
+
+@router.get("/{episode_id}", operation_id="get_episode", response_model=EpisodeResult)
+async def get_episode(
+    episode_id: str, resources: ResourcesDep, wait: WaitSeconds = 0
+) -> EpisodeResult:
+    if wait > 0:
+        record = await wait_for_end(resources, episode_id, wait)
+    else:
+        record = await to_thread.run_sync(resources.store.get, episode_id)
+    if record is None:
+        raise NotFound(f"no episode {episode_id!r} (unknown, or its result expired)")
+    return record.public()
+
+
+@router.delete("/{episode_id}", operation_id="cancel_episode", response_model=EpisodeResult)
+def cancel_episode(episode_id: str, resources: ResourcesDep) -> EpisodeResult:
+    store = resources.store
+    record = store.get(episode_id)
+    if record is None:
+        raise NotFound(f"no episode {episode_id!r} (unknown, or its result expired)")
+    if record.status.terminal:
+        raise Conflict(f"episode {episode_id} already ended as {record.status.value}")
+    cancelled = record.public().model_copy(
+        update={"status": EpisodeStatus.cancelled, "verdict": Verdict.cancelled, "reward": None}
+    )
+    if not store.finish(cancelled):
+        raise Conflict(f"episode {episode_id} ended before it could be cancelled")
+    store.request_cancel(episode_id)
+    return cancelled
+

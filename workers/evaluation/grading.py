@@ -1,0 +1,87 @@
+"""The grading phase as runner operations: seal, copy the hidden tests in, run them.
+
+By the time these operations run every process of the code under test has been killed,
+files it planted to steer pytest (a conftest.py that forces passes, a sitecustomize.py)
+are removed, and the task's own versions of protected files are written back. The test
+run gets a fresh HOME, no user site-packages, and pytest options from the environment
+(`PYTEST_ADDOPTS`), so the report lands where we look and the configuration is the task's.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from proctor.models import TaskSpec, TestFormat
+
+# Files that change how Python or pytest behave when merely present in the tree.
+STEERING_FILES = ("conftest.py", "sitecustomize.py", "usercustomize.py", "pytest.ini", "*.pth")
+REPORT_NAME = "report.xml"
+
+
+@dataclass(frozen=True, slots=True)
+class GradingPlan:
+    ops: list[dict[str, Any]]
+    timeout_s: float
+
+
+def default_command(task: TaskSpec) -> str:
+    paths = " ".join(shlex.quote(p) for p in sorted(task.tests.files) if p.endswith(".py"))
+    return f"python3 -I -m pytest -q {paths}".strip()
+
+
+def grading_plan(
+    task: TaskSpec,
+    *,
+    keep: set[str],
+    restore: dict[str, str],
+) -> GradingPlan:
+    """Operations that seal the workspace and run the hidden tests.
+
+    `keep` are steering-file paths that belong to the task (they stay); `restore` maps
+    protected paths to the content the task gave them (written back over any edit).
+    """
+    grader = f"/tmp/.grader-{secrets.token_hex(8)}"
+    report = f"{grader}/{REPORT_NAME}"
+    command = task.tests.command or default_command(task)
+    env = {
+        "HOME": f"{grader}/home",
+        "LANG": "C.UTF-8",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_ADDOPTS": (
+            f"--junitxml={report} -o junit_family=xunit1 -p no:cacheprovider "
+            f"--rootdir=/workspace"
+        ),
+    }
+    limits = task.limits
+    ops: list[dict[str, Any]] = [
+        {"op": "killall"},
+        {"op": "scrub", "names": list(STEERING_FILES), "keep": sorted(keep | set(restore))},
+    ]
+    if restore:
+        ops.append({"op": "write", "files": restore})
+    ops += [
+        {"op": "write", "files": task.tests.files},
+        {"op": "mkdir", "path": grader},
+        {"op": "mkdir", "path": f"{grader}/home"},
+        {
+            "op": "run",
+            "command": command,
+            "env": env,
+            "timeout_s": limits.timeout_s,
+            "output_bytes": limits.output_bytes,
+            "report": report if task.tests.format is TestFormat.junit else None,
+        },
+        {"op": "killall"},
+    ]
+    return GradingPlan(ops=ops, timeout_s=limits.timeout_s)
+
+
+def steering_paths(paths: set[str] | dict[str, str]) -> set[str]:
+    """The task-given paths that look like steering files (those are legitimately there)."""
+    names = {n for n in STEERING_FILES if not n.startswith("*")}
+    suffixes = tuple(n[1:] for n in STEERING_FILES if n.startswith("*"))
+    return {p for p in paths if p.rsplit("/", 1)[-1] in names or p.endswith(suffixes)}

@@ -1,0 +1,112 @@
+"""From a test run to a verdict and a reward.
+
+The rules, in order (the first that applies decides):
+
+| what happened                                   | verdict        | reward          |
+|-------------------------------------------------|----------------|-----------------|
+| our infrastructure failed                       | infra_error    | null            |
+| the run hit its wall-clock limit                | timeout        | 0               |
+| the kernel OOM-killed a process of the run      | oom            | 0               |
+| no report, unreadable report, zero tests        | failed/…error  | 0               |
+| the code does not compile (SyntaxError)         | compile_error  | 0               |
+| a test module failed to import                  | runtime_error  | 0               |
+| listed FAIL_TO_PASS/PASS_TO_PASS tests all pass | passed         | 1               |
+| every test passed and the runner agrees (rc 0)  | passed         | 1               |
+| otherwise                                       | failed         | 0 (or fraction) |
+
+A report and an exit code that disagree (a report of all passes from a run that exited
+non-zero) is a failure: the code under test may have written that report itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from proctor.models import Scoring, TestCase, TestFormat, TestOutcome, TestSpec, Verdict
+from workers.evaluation.junit import Report, ReportError, parse
+
+COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+
+
+@dataclass(slots=True)
+class TestRun:
+    """What the runner saw of one test command."""
+
+    exit_code: int | None
+    timed_out: bool
+    oom_killed: bool
+    report_xml: str | None
+    stderr: str = ""
+
+
+@dataclass(slots=True)
+class Score:
+    verdict: Verdict
+    reward: float
+    passed: bool
+    tests: list[TestCase] = field(default_factory=list)
+    reason: str = ""
+
+
+def _selected(cases: list[TestCase], wanted: list[str]) -> tuple[list[TestCase], list[str]]:
+    by_name = {c.name: c for c in cases}
+    found, missing = [], []
+    for name in wanted:
+        case = by_name.get(name) or next((c for c in cases if c.name.endswith("::" + name)), None)
+        if case is None:
+            missing.append(name)
+        else:
+            found.append(case)
+    return found, missing
+
+
+def score(run: TestRun, spec: TestSpec, scoring: Scoring) -> Score:
+    if run.timed_out:
+        return Score(Verdict.timeout, 0.0, False, reason="the tests hit the time limit")
+    if run.oom_killed:
+        return Score(Verdict.oom, 0.0, False, reason="a process was killed for memory")
+    if spec.format is TestFormat.exit_code:
+        ok = run.exit_code == 0
+        return Score(
+            Verdict.passed if ok else Verdict.failed,
+            1.0 if ok else 0.0,
+            ok,
+            reason=f"the test command exited {run.exit_code}",
+        )
+    try:
+        report = parse(run.report_xml)
+    except ReportError as exc:
+        return Score(Verdict.failed, 0.0, False, reason=str(exc))
+    return _score_report(report, run, spec, scoring)
+
+
+def _score_report(report: Report, run: TestRun, spec: TestSpec, scoring: Scoring) -> Score:
+    cases = report.cases
+    if not cases:
+        return Score(Verdict.failed, 0.0, False, cases, "no tests were collected")
+    errors = [c for c in cases if c.outcome is TestOutcome.error]
+    if errors and any(m in (c.message or "") for c in errors for m in COMPILE_ERRORS):
+        return Score(Verdict.compile_error, 0.0, False, cases, "the code does not compile")
+    if report.collection_errors:
+        return Score(Verdict.runtime_error, 0.0, False, cases, "a test module failed to import")
+
+    wanted = spec.fail_to_pass + spec.pass_to_pass
+    if wanted:
+        selected, missing = _selected(cases, wanted)
+        if missing:
+            reason = f"listed tests were not run: {', '.join(missing[:5])}"
+            return Score(Verdict.failed, 0.0, False, cases, reason)
+        ok = all(c.outcome is TestOutcome.passed for c in selected)
+        fraction = sum(c.outcome is TestOutcome.passed for c in selected) / len(selected)
+    else:
+        ok = report.all_passed and run.exit_code == 0
+        counted = [c for c in cases if c.outcome is not TestOutcome.skipped]
+        fraction = sum(c.outcome is TestOutcome.passed for c in counted) / max(len(counted), 1)
+        if report.all_passed and run.exit_code != 0:
+            reason = f"the report says all passed but the run exited {run.exit_code}"
+            return Score(Verdict.failed, 0.0, False, cases, reason)
+    if ok:
+        return Score(Verdict.passed, 1.0, True, cases, "all tests passed")
+    reward = fraction if scoring is Scoring.partial else 0.0
+    failed = sum(c.outcome is not TestOutcome.passed for c in cases)
+    return Score(Verdict.failed, reward, False, cases, f"{failed} of {len(cases)} tests did not pass")

@@ -1,0 +1,333 @@
+"""The typed wrapper around the Docker SDK; the only module that imports `docker`.
+
+Errors (all infrastructure — never the code under test's fault):
+
+    SandboxError
+    ├── DockerUnavailable   the engine does not answer
+    ├── ImageMissing        the image is not on this host (we never pull at run time)
+    └── ProtectionMissing   the engine would run a sandbox without a required protection
+
+Containers are made with `create` + `start` (never `run`, which silently pulls), exec'd into
+over a raw socket so stdin can be streamed in and a deadline enforced while reading
+(`exec_run` has neither), and removed with force.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import docker
+import requests
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+
+log = logging.getLogger(__name__)
+
+MANAGED_LABEL = "org.proctor.managed"
+WORKER_LABEL = "org.proctor.worker"
+HOST_LABEL = "org.proctor.host"
+POOL_LABEL = "org.proctor.pool"
+FRAME_HEADER = struct.Struct(">BxxxL")
+SANDBOX_HOME = "/home/sandbox"
+WORKSPACE = "/workspace"
+API_TIMEOUT_S = 60
+
+
+class SandboxError(Exception):
+    """Our infrastructure failed; the episode gets `infra_error`, never a 0 reward."""
+
+
+class DockerUnavailable(SandboxError):
+    pass
+
+
+class ImageMissing(SandboxError):
+    pass
+
+
+class ProtectionMissing(SandboxError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSpec:
+    """Everything that decides how a sandbox container is made (and so which pool fits)."""
+
+    image: str
+    memory_mb: int = 512
+    cpus: float = 1.0
+    pids: int = 128
+    disk_mb: int = 256
+    network: str = "none"
+    user: str = "1000:1000"
+    runtime: str | None = None
+
+
+@dataclass(slots=True)
+class ExecResult:
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    duration_s: float
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+
+
+@dataclass(slots=True)
+class Container:
+    id: str
+    name: str
+    spec: SandboxSpec
+    started_at: float = field(default_factory=time.monotonic)
+    start_s: float = 0.0
+
+
+def _wrap(exc: Exception, what: str) -> SandboxError:
+    if isinstance(exc, ImageNotFound):
+        return ImageMissing(f"{what}: image not found ({exc.explanation})")
+    if isinstance(exc, requests.exceptions.ConnectionError | FileNotFoundError):
+        return DockerUnavailable(f"{what}: the Docker engine does not answer ({exc})")
+    return SandboxError(f"{what}: {exc}")
+
+
+class Engine:
+    """One per process: a Docker client plus the calls sandboxes need."""
+
+    def __init__(self, *, worker: str, host: str, base_url: str | None = None) -> None:
+        try:
+            if base_url:
+                self.client = docker.DockerClient(base_url=base_url, timeout=API_TIMEOUT_S)
+            else:
+                self.client = docker.from_env(timeout=API_TIMEOUT_S)
+        except DockerException as exc:
+            raise DockerUnavailable(f"cannot reach the Docker engine: {exc}") from exc
+        self.api = self.client.api
+        self.worker = worker
+        self.host = host
+        self._digests: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ engine
+
+    def ping(self) -> None:
+        try:
+            self.api.ping()
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise DockerUnavailable(f"the Docker engine does not answer: {exc}") from exc
+
+    def image_digest(self, image: str) -> str:
+        """The content digest of a local image (the repo digest when it has one)."""
+        with self._lock:
+            cached = self._digests.get(image)
+        if cached:
+            return cached
+        try:
+            info = self.api.inspect_image(image)
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"inspect image {image}") from exc
+        digests = info.get("RepoDigests") or []
+        digest = digests[0].split("@", 1)[-1] if digests else str(info["Id"])
+        with self._lock:
+            self._digests[image] = digest
+        return digest
+
+    def forget_digest(self, image: str) -> None:
+        with self._lock:
+            self._digests.pop(image, None)
+
+    # ------------------------------------------------------------------ containers
+
+    def create(self, spec: SandboxSpec, *, name: str, labels: dict[str, str] | None = None) -> Container:
+        """Create and start a locked-down sandbox container."""
+        started = time.monotonic()
+        uid, _, gid = spec.user.partition(":")
+        tmpfs_opts = f"rw,nosuid,nodev,size={spec.disk_mb}m"
+        host_config = self.api.create_host_config(
+            network_mode=spec.network,
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            mem_limit=f"{spec.memory_mb}m",
+            memswap_limit=f"{spec.memory_mb}m",  # equal: no swap
+            nano_cpus=int(spec.cpus * 1e9),
+            pids_limit=spec.pids,
+            init=True,  # an init that reaps zombies, so they never eat the pids limit
+            runtime=spec.runtime,
+            oom_score_adj=500,  # under host memory pressure, sandboxes go first
+            tmpfs={
+                WORKSPACE: f"{tmpfs_opts},uid={uid},gid={gid or uid},mode=0755",
+                SANDBOX_HOME: f"{tmpfs_opts},uid={uid},gid={gid or uid},mode=0755",
+                "/tmp": f"{tmpfs_opts},mode=1777",
+            },
+            ulimits=[docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
+            log_config=docker.types.LogConfig(type="none"),
+        )
+        all_labels = {
+            MANAGED_LABEL: "1",
+            WORKER_LABEL: self.worker,
+            HOST_LABEL: self.host,
+            **(labels or {}),
+        }
+        try:
+            created = self.api.create_container(
+                spec.image,
+                command=["sleep", "infinity"],
+                # The idle keeper runs as root without capabilities, so the sandbox user
+                # (who runs every exec) cannot kill it and take the container down with
+                # `kill -1`; nothing of the code under test ever runs as root.
+                user="0:0",
+                name=name,
+                hostname="sandbox",
+                working_dir=WORKSPACE,
+                labels=all_labels,
+                environment={
+                    "HOME": SANDBOX_HOME,
+                    "LANG": "C.UTF-8",
+                    "PYTHONDONTWRITEBYTECODE": "1",
+                    "PYTHONUNBUFFERED": "1",
+                },
+                host_config=host_config,
+                network_disabled=spec.network == "none",
+            )
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"create sandbox from {spec.image}") from exc
+        container_id = str(created["Id"])
+        try:
+            self.api.start(container_id)
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            self.remove(container_id)
+            raise _wrap(exc, f"start sandbox {name}") from exc
+        return Container(
+            id=container_id, name=name, spec=spec, start_s=time.monotonic() - started
+        )
+
+    def remove(self, container_id: str) -> None:
+        try:
+            self.api.remove_container(container_id, force=True, v=True)
+        except NotFound:
+            pass
+        except APIError as exc:
+            if exc.status_code == 409:  # removal already in progress
+                return
+            log.warning("could not remove container %s: %s", container_id[:12], exc)
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            log.warning("could not remove container %s: %s", container_id[:12], exc)
+
+    def inspect(self, container_id: str) -> dict[str, Any]:
+        try:
+            return dict(self.api.inspect_container(container_id))
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"inspect {container_id[:12]}") from exc
+
+    def oom_killed(self, container_id: str) -> bool:
+        try:
+            return bool(self.inspect(container_id)["State"].get("OOMKilled"))
+        except SandboxError:
+            return False
+
+    def managed_containers(self, **labels: str) -> list[dict[str, Any]]:
+        filters = [f"{MANAGED_LABEL}=1"] + [f"{k}={v}" for k, v in labels.items()]
+        try:
+            return list(self.api.containers(all=True, filters={"label": filters}))
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, "list sandboxes") from exc
+
+    # ------------------------------------------------------------------ exec
+
+    def exec(
+        self,
+        container_id: str,
+        argv: list[str],
+        *,
+        stdin: bytes | None = None,
+        user: str = "",
+        timeout_s: float = 30.0,
+        max_output: int = 1 << 20,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+    ) -> ExecResult:
+        """Run argv in the container; stream stdin in; stop reading at the deadline.
+
+        On a timeout the process is still running: the caller decides how to kill it
+        (usually every process of the sandbox user, see `Sandbox.kill_all`).
+        """
+        started = time.monotonic()
+        try:
+            exec_id = self.api.exec_create(
+                container_id, argv, stdin=stdin is not None, stdout=True, stderr=True,
+                user=user, environment=env, workdir=workdir,
+            )["Id"]
+            raw = self.api.exec_start(exec_id, socket=True)
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"exec in {container_id[:12]}") from exc
+        sock: socket.socket = getattr(raw, "_sock", raw)
+        try:
+            if stdin is not None:
+                sock.sendall(stdin)
+                sock.shutdown(socket.SHUT_WR)
+            out, err, timed_out, truncated = _read_frames(sock, started + timeout_s, max_output)
+        except OSError as exc:
+            raise SandboxError(f"exec stream in {container_id[:12]} broke: {exc}") from exc
+        finally:
+            sock.close()
+            raw.close()
+        exit_code = None if timed_out else self._exit_code(exec_id)
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=bytes(out),
+            stderr=bytes(err),
+            timed_out=timed_out,
+            duration_s=time.monotonic() - started,
+            stdout_truncated=truncated[1],
+            stderr_truncated=truncated[2],
+        )
+
+    def _exit_code(self, exec_id: str) -> int | None:
+        for _ in range(50):  # the stream can close a moment before the exec is marked done
+            info = self.api.exec_inspect(exec_id)
+            if not info.get("Running"):
+                code = info.get("ExitCode")
+                return int(code) if code is not None else None
+            time.sleep(0.01)
+        return None
+
+
+def _read_frames(
+    sock: socket.socket, deadline: float, max_output: int
+) -> tuple[bytearray, bytearray, bool, dict[int, bool]]:
+    """Demultiplex Docker's stdout/stderr frames until EOF or the deadline."""
+    streams = {1: bytearray(), 2: bytearray()}
+    truncated = {1: False, 2: False}
+    buffer = bytearray()
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return streams[1], streams[2], True, truncated
+        readable, _, _ = select.select([sock], [], [], remaining)
+        if not readable:
+            continue
+        chunk = sock.recv(65536)
+        if not chunk:
+            return streams[1], streams[2], False, truncated
+        buffer += chunk
+        while len(buffer) >= FRAME_HEADER.size:
+            kind, size = FRAME_HEADER.unpack_from(buffer)
+            if len(buffer) < FRAME_HEADER.size + size:
+                break
+            payload = buffer[FRAME_HEADER.size : FRAME_HEADER.size + size]
+            del buffer[: FRAME_HEADER.size + size]
+            target = streams.get(kind)
+            if target is None:
+                continue
+            room = max_output - len(target)
+            if room < len(payload):
+                truncated[kind] = True
+            if room > 0:
+                target += payload[:room]
