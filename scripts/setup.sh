@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Prepare this Debian machine to run Proctor: system packages, dockerd, redis, the .venv
+# and the sandbox images. Idempotent; a warm run only checks and takes well under 3 s.
+#
+# Usage (as root): scripts/setup.sh
+# Env:   PROCTOR_REDIS_URL  Redis to use (default redis://127.0.0.1:6379/0); a redis-server
+#                           is started only when it points at this machine
+#        SKIP_IMAGES=1      do not build the sandbox images
+#        BASE_IMAGE         passed through to images/build.sh
+# State: .run/ (dockerd.log, dockerd.pid, redis/, redis.pid, redis.log), .venv/.installed
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+run="${repo}/.run"
+readonly DOCKER_WAIT=60 REDIS_WAIT=15
+# Minimal roots (containers, `su` without -l) often lack the sbin dirs dockerd lives in.
+export PATH="${PATH}:/usr/local/sbin:/usr/sbin:/sbin"
+
+say() { echo "setup: $*"; }
+die() { echo "setup: error: $*" >&2; exit 1; }
+
+# Packages are detected by the command they provide, not by dpkg name, so a docker-ce or a
+# hand-built redis already on the machine counts as installed (and is not fought over).
+install_packages() {
+    local missing=() pair
+    for pair in docker:docker.io dockerd:docker.io redis-server:redis-server \
+        redis-cli:redis-tools debootstrap:debootstrap git:git tini:tini flock:util-linux; do
+        command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+    done
+    [[ -e /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)
+    [[ -e /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
+    if [[ ! -x "${repo}/.venv/bin/python" ]] && ! python3 -c 'import ensurepip' 2>/dev/null; then
+        missing+=(python3 python3-venv)  # Debian splits venv/ensurepip out of python3
+    fi
+    # dockerd refuses to start containers on an AppArmor kernel without apparmor_parser.
+    if [[ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" == Y ]] \
+        && ! command -v apparmor_parser >/dev/null; then
+        missing+=(apparmor)
+    fi
+    if [[ ${#missing[@]} -eq 0 ]]; then
+        say "packages: present"
+        return
+    fi
+    mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+    say "packages: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+start_docker() {
+    if docker info >/dev/null 2>&1; then
+        say "docker: running (engine $(docker version -f '{{.Server.Version}}' 2>/dev/null))"
+        return
+    fi
+    local pid=""
+    [[ -r "${run}/dockerd.pid" ]] && pid="$(cat "${run}/dockerd.pid")"
+    if [[ -n "${pid}" ]] && kill -0 "${pid}" 2>/dev/null; then
+        say "docker: dockerd ${pid} is starting; waiting"
+    elif [[ -d /run/systemd/system ]]; then
+        say "docker: systemctl start docker"
+        systemctl start docker
+    else
+        # setsid: dockerd outlives this script and its terminal, and a ^C here cannot reach it.
+        setsid dockerd </dev/null >>"${run}/dockerd.log" 2>&1 &
+        pid=$!
+        echo "${pid}" >"${run}/dockerd.pid"
+        say "docker: started dockerd (pid ${pid}, log .run/dockerd.log)"
+    fi
+    local i
+    for ((i = 0; i < DOCKER_WAIT * 4; i++)); do
+        docker info >/dev/null 2>&1 && return
+        if [[ -n "${pid}" ]] && ! kill -0 "${pid}" 2>/dev/null; then
+            tail -n 20 "${run}/dockerd.log" >&2
+            die "dockerd exited (log: .run/dockerd.log)"
+        fi
+        sleep 0.25
+    done
+    die "docker not ready after ${DOCKER_WAIT} s (log: .run/dockerd.log)"
+}
+
+start_redis() {
+    local url="${PROCTOR_REDIS_URL:-redis://127.0.0.1:6379/0}"
+    # host[:port] of redis://[user:pass@]host[:port][/db]; never print the URL (password).
+    local hostport="${url#*://}"
+    hostport="${hostport%%/*}"
+    hostport="${hostport##*@}"
+    local host="${hostport%%:*}" port=6379
+    [[ "${hostport}" == *:* ]] && port="${hostport##*:}"
+    case "${url%%://*}:${host}" in
+        redis:127.0.0.1 | redis:localhost) ;;
+        *)
+            # Not pinged: an unreachable remote host would stall this script for minutes.
+            say "redis: PROCTOR_REDIS_URL points to ${hostport}; not starting a local one"
+            return
+            ;;
+    esac
+    if redis-cli -u "${url}" ping 2>/dev/null | grep -qx PONG; then
+        say "redis: running (127.0.0.1:${port})"
+        return
+    fi
+    mkdir -p "${run}/redis"
+    redis-server --daemonize yes --bind 127.0.0.1 --port "${port}" --appendonly yes \
+        --dir "${run}/redis" --pidfile "${run}/redis.pid" --logfile "${run}/redis.log" >/dev/null
+    local i
+    for ((i = 0; i < REDIS_WAIT * 4; i++)); do
+        if redis-cli -h 127.0.0.1 -p "${port}" ping 2>/dev/null | grep -qx PONG; then
+            say "redis: started on 127.0.0.1:${port} (pid $(cat "${run}/redis.pid"), aof in .run/redis)"
+            return
+        fi
+        sleep 0.25
+    done
+    die "redis not ready after ${REDIS_WAIT} s (log: .run/redis.log)"
+}
+
+setup_venv() {
+    local venv="${repo}/.venv" stamp="${repo}/.venv/.installed"
+    local version_ok='import sys; sys.exit(sys.version_info < (3, 11))'
+    if [[ ! -x "${venv}/bin/python" ]]; then
+        python3 -c "${version_ok}" || die "python3 >= 3.11 needed, found $(python3 -V 2>&1)"
+        python3 -m venv "${venv}"
+        say "venv: created .venv ($("${venv}/bin/python" -V))"
+    fi
+    "${venv}/bin/python" -c "${version_ok}" || die ".venv has $("${venv}/bin/python" -V); remove it"
+    if [[ -e "${stamp}" && ! "${repo}/pyproject.toml" -nt "${stamp}" ]]; then
+        say "venv: up to date ($("${venv}/bin/python" -V))"
+        return
+    fi
+    say "venv: pip install -e '.[server,dev]' (log: .run/pip-install.log)"
+    if ! (cd "${repo}" && "${venv}/bin/python" -m pip install --disable-pip-version-check \
+        -e '.[server,dev]') >"${run}/pip-install.log" 2>&1; then
+        tail -n 20 "${run}/pip-install.log" >&2
+        die "pip install failed (log: .run/pip-install.log)"
+    fi
+    touch "${stamp}"
+}
+
+build_images() {
+    if [[ "${SKIP_IMAGES:-0}" == 1 ]]; then
+        say "images: skipped (SKIP_IMAGES=1)"
+        return
+    fi
+    "${repo}/images/build.sh" 2>&1 | sed 's/^/setup: /'
+}
+
+main() {
+    [[ "${EUID}" -eq 0 ]] || die "run as root (apt-get, dockerd, debootstrap)"
+    command -v apt-get >/dev/null || die "apt-get not found: this script sets up Debian"
+    mkdir -p "${run}"
+    install_packages
+    start_docker
+    start_redis
+    setup_venv
+    build_images
+}
+
+main "$@"
