@@ -59,6 +59,7 @@ def run_all(
 ) -> None:
     """Serve the API and run workers in one command (the local default)."""
     import multiprocessing
+    import signal
 
     import uvicorn
 
@@ -68,15 +69,22 @@ def run_all(
     settings = get_settings()
     context = multiprocessing.get_context("spawn")
     workers = context.Process(target=run, args=(settings,), kwargs={"concurrency": concurrency},
-                              name="workers", daemon=False)
+                              name="workers")
     workers.start()
-    try:
-        uvicorn.run("service.main:create_app", factory=True, host=settings.host,
-                    port=settings.port, log_level="info")
-    finally:
+
+    def stop_workers(signum: int = signal.SIGTERM, _frame: object = None) -> None:
         if workers.is_alive():
             workers.terminate()
-        workers.join(timeout=30)
+        workers.join(timeout=60)
+        raise SystemExit(0)
+
+    # uvicorn re-raises the stop signal once it has shut down; this handler then stops
+    # the workers too, instead of the default action leaving them orphaned
+    signal.signal(signal.SIGTERM, stop_workers)
+    signal.signal(signal.SIGINT, stop_workers)
+    uvicorn.run("service.main:create_app", factory=True, host=settings.host,
+                port=settings.port, log_level="info")
+    stop_workers()
 
 
 @app.command()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -112,12 +112,16 @@ class Limits(_Request):
 
 
 class TestFormat(StrEnum):
+    __test__ = False  # not a pytest test class
+
     junit = "junit"
     exit_code = "exit_code"
 
 
 class TestSpec(_Request):
     """The hidden tests: never in the sandbox while the solution or agent acts."""
+
+    __test__: ClassVar[bool] = False  # not a pytest test class
 
     files: Files
     command: str | None = Field(
@@ -138,8 +142,20 @@ class TestSpec(_Request):
 
 
 class RepoSnapshot(_Request):
-    archive: str = Field(description="base64 of a tar.gz of a working tree with its .git")
+    """A repository the agent works in; sanitized to the base commit before it sees it."""
+
+    archive: str | None = Field(
+        None, max_length=64 << 20, description="base64 of a tar(.gz) of a working tree with .git"
+    )
+    bundle: str | None = Field(None, max_length=64 << 20, description="base64 of a git bundle")
     base_commit: str = Field(pattern=r"^[0-9a-fA-F]{7,64}$")
+    branch: str = Field("main", pattern=r"^[A-Za-z0-9._/-]{1,100}$")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RepoSnapshot:
+        if (self.archive is None) == (self.bundle is None):
+            raise ValueError("give the repository as exactly one of `archive` or `bundle`")
+        return self
 
 
 class Scoring(StrEnum):
@@ -279,6 +295,8 @@ class Verdict(StrEnum):
 
 
 class TestOutcome(StrEnum):
+    __test__ = False  # not a pytest test class
+
     passed = "passed"
     failed = "failed"
     error = "error"
@@ -286,6 +304,8 @@ class TestOutcome(StrEnum):
 
 
 class TestCase(_Result):
+    __test__: ClassVar[bool] = False  # not a pytest test class
+
     name: str
     outcome: TestOutcome
     duration_s: float = 0.0

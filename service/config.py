@@ -6,6 +6,7 @@ described by one table of variables (see the README).
 
 from __future__ import annotations
 
+import hashlib
 import socket
 from functools import lru_cache
 from typing import Literal
@@ -63,6 +64,11 @@ class Settings(BaseSettings):
     heartbeat_s: float = 2.0
     heartbeat_ttl_s: float = 10.0
     reaper_interval_s: float = 10.0
+
+    @property
+    def deployment_id(self) -> str:
+        """Names this deployment (by its Redis) on a Docker engine that others may share."""
+        return hashlib.sha256(self.redis_url.encode()).hexdigest()[:12]
 
     _csv = field_validator("api_tokens", mode="before")(_split_csv)
     _map = field_validator("images", mode="before")(_split_mapping)

@@ -18,6 +18,8 @@ from service.store import EpisodeStore, new_episode_id
 
 QUEUE_NAME = "proctor"
 RUN_EPISODE = "workers.jobs.run_episode"
+RUN_ACTION = "workers.jobs.run_action"
+FINISH_EPISODE = "workers.jobs.finish_episode"
 # RQ's own bookkeeping outlives the job by this much; our record carries the result.
 JOB_RESULT_TTL_S = 60
 # Beyond the test timeout, an episode needs time to start a sandbox, write files, clean up.
@@ -64,6 +66,12 @@ class EpisodeQueue:
         self.queue.enqueue_many(jobs, pipeline=pipe)
         pipe.execute()
         return ids
+
+    def to_host(self, host: str, func: str, args: list[object], *, timeout_s: float) -> None:
+        """Enqueue a job that must run on one host (where an episode's container lives)."""
+        queue = Queue(host_queue_name(host), connection=self.redis, serializer=JSONSerializer)
+        queue.enqueue_call(func, args=args, timeout=int(timeout_s) + JOB_OVERHEAD_S,
+                           result_ttl=JOB_RESULT_TTL_S, failure_ttl=JOB_RESULT_TTL_S * 60)
 
     def depth(self) -> int:
         return int(self.queue.count)

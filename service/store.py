@@ -27,7 +27,7 @@ from typing import Any
 
 import redis
 
-from proctor.models import EpisodeCreate, EpisodeResult, EpisodeStatus
+from proctor.models import EpisodeCreate, EpisodeResult, EpisodeStatus, Step
 
 PREFIX = "proctor:"
 EVENTS_CHANNEL = PREFIX + "events"
@@ -35,6 +35,7 @@ ACTIVE = PREFIX + "active"
 WORKERS = PREFIX + "workers"
 WORKER_PROBLEMS = PREFIX + "worker-problems"
 COUNTERS = PREFIX + "stats:counters"
+REPLY_TTL_S = 300
 VERDICT_STATS = PREFIX + "stats:verdict"
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 LATENCY_METRICS = ("total", "queued", "run", "sandbox_start")
@@ -43,6 +44,15 @@ TERMINAL = tuple(s.value for s in EpisodeStatus if s.terminal)
 
 def episode_key(episode_id: str) -> str:
     return f"{PREFIX}episode:{episode_id}"
+
+
+def steps_key(episode_id: str) -> str:
+    return f"{PREFIX}steps:{episode_id}"
+
+
+def reply_key(token: str) -> str:
+    """Where a worker pushes its answer to one request (the API blocks on it)."""
+    return f"{PREFIX}reply:{token}"
 
 
 def latency_key(metric: str) -> str:
@@ -87,6 +97,7 @@ if not cur then return -1 end
 if cur == 'completed' or cur == 'failed' or cur == 'cancelled' then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1])
 for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('PUBLISH', KEYS[2], string.sub(KEYS[1], 17))
 return 1
 """
 
@@ -145,7 +156,7 @@ class EpisodeStore:
         args: list[str] = [status.value]
         for name, value in fields.items():
             args += [name, value]
-        return int(self._advance(keys=[episode_key(episode_id)], args=args)) == 1
+        return int(self._advance(keys=[episode_key(episode_id), EVENTS_CHANNEL], args=args)) == 1
 
     def finish(self, result: EpisodeResult) -> bool:
         """Write the terminal result; False when the episode had already ended (or is gone)."""
@@ -169,6 +180,31 @@ class EpisodeStore:
 
     def cancel_requested(self, episode_id: str) -> bool:
         return bool(self.redis.exists(f"{PREFIX}cancel:{episode_id}"))
+
+    # ------------------------------------------------------------------ interactive steps
+
+    def add_step(self, episode_id: str, step: Step) -> Step:
+        """Number the step and append it; actions of one episode are serialized upstream."""
+        number = int(self.redis.hincrby(episode_key(episode_id), "steps", 1))
+        step = step.model_copy(update={"step": number})
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.rpush(steps_key(episode_id), step.model_dump_json())
+        pipe.expire(steps_key(episode_id), self.result_ttl_s + 24 * 3600)
+        pipe.execute()
+        return step
+
+    def steps(self, episode_id: str) -> list[Step]:
+        return [Step.model_validate_json(raw)
+                for raw in self.redis.lrange(steps_key(episode_id), 0, -1)]
+
+    def reply(self, key: str, *, status: int = 200, body: Any = None,
+              message: str | None = None) -> None:
+        """Answer a request the API is blocking on (see `reply_key`)."""
+        payload = json.dumps({"status": status, "body": body, "message": message})
+        pipe = self.redis.pipeline()
+        pipe.rpush(key, payload)
+        pipe.expire(key, REPLY_TTL_S)
+        pipe.execute()
 
     # ------------------------------------------------------------------ reading
 

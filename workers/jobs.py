@@ -39,3 +39,36 @@ def run_episode(episode_id: str) -> str:
     if not rt.store.finish(result):
         log.info("episode %s ended elsewhere first (cancelled or swept)", episode_id)
     return result.status.value
+
+
+def run_action(episode_id: str, action: dict[str, object], reply_key: str) -> None:
+    """One interactive action (runs on the host that holds the episode's container)."""
+    from workers.interactive import run_action as act
+
+    rt = runtime.current()
+    try:
+        act(rt, episode_id, action, reply_key)
+    except SandboxError as exc:
+        log.error("episode %s: action failed in our infrastructure: %s", episode_id, exc)
+        rt.store.reply(reply_key, status=503, message=f"the sandbox failed: {exc}")
+    except Exception as exc:
+        log.exception("episode %s: internal error in an action", episode_id)
+        rt.store.reply(reply_key, status=500,
+                       message=f"internal error: {type(exc).__name__}: {exc}")
+
+
+def finish_episode(episode_id: str, reply_key: str | None = None) -> None:
+    """Grade an interactive episode (on the host that holds its container)."""
+    from workers.interactive import finish_interactive
+
+    rt = runtime.current()
+    try:
+        finish_interactive(rt, episode_id, reply_key)
+    except Exception as exc:
+        log.exception("episode %s: finishing failed", episode_id)
+        record = rt.store.get(episode_id)
+        if record is not None:
+            rt.store.finish(infra_failure(record, f"finishing failed: {exc}"))
+        if reply_key:
+            rt.store.reply(reply_key, status=500,
+                           message=f"finishing failed: {type(exc).__name__}: {exc}")

@@ -8,6 +8,7 @@ and janitor thread.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
@@ -33,6 +34,7 @@ from workers.sandbox.pool import WarmPool
 log = logging.getLogger(__name__)
 
 RETRY_S = 5.0
+PR_SET_PDEATHSIG = 1
 LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
 
 
@@ -52,7 +54,8 @@ def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> Engi
     try:
         while True:
             try:
-                engine = Engine(worker=worker, host=settings.host_id)
+                engine = Engine(worker=worker, host=settings.host_id,
+                                deployment=settings.deployment_id)
                 engine.ping()
                 for image in settings.images.values():
                     engine.image_digest(image)
@@ -70,9 +73,24 @@ def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> Engi
         janitor.stop()
 
 
-def serve(settings: Settings, *, burst: bool = False) -> None:
+def die_with_parent() -> None:
+    """Ask the kernel to SIGTERM us when our parent dies, so no worker outlives `run`."""
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        log.debug("prctl unavailable; workers may outlive their parent")
+
+
+def die_with_parent_if_spawned() -> None:
+    if multiprocessing.parent_process() is not None:
+        die_with_parent()
+
+
+def serve(settings: Settings, *, burst: bool = False, child: bool = False) -> None:
     """One worker process: serve jobs until told to stop."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    if child:
+        die_with_parent()
     worker = f"{settings.host_id}.{os.getpid()}.{uuid.uuid4().hex[:4]}"
     client = redis.Redis.from_url(settings.redis_url, health_check_interval=30)
     store = EpisodeStore(client, result_ttl_s=settings.result_ttl_s)
@@ -105,16 +123,18 @@ def run(settings: Settings, *, concurrency: int | None = None, burst: bool = Fal
     """Start `concurrency` worker processes and wait for them; forward stop signals."""
     count = concurrency or settings.worker_concurrency
     if count == 1:
-        serve(settings, burst=burst)
+        serve(settings, burst=burst, child=multiprocessing.parent_process() is not None)
         return 0
     context = multiprocessing.get_context("spawn")
     processes = [
-        context.Process(target=serve, args=(settings,), kwargs={"burst": burst},
+        context.Process(target=serve, args=(settings,), kwargs={"burst": burst, "child": True},
                         name=f"worker-{i}")
         for i in range(count)
     ]
     for process in processes:
         process.start()
+
+    die_with_parent_if_spawned()
 
     def forward(signum: int, _frame: object) -> None:
         for process in processes:

@@ -6,13 +6,13 @@ entry point installs the runtime once, before it takes its first job.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 
-from proctor.models import NetworkPolicy, TaskSpec
+from proctor.models import Action, EpisodeResult, NetworkPolicy, Step, TaskSpec
 from service.config import Settings
-from service.store import EpisodeStore
+from service.store import EpisodeRecord, EpisodeStore
 from workers.sandbox.docker import Engine, SandboxSpec
 from workers.sandbox.pool import WarmPool
 
@@ -25,6 +25,8 @@ class Runtime:
     engine: Engine
     pool: WarmPool
     worker: str
+    # interactive episodes whose container this process started: episode id → container id
+    interactive: dict[str, str] = field(default_factory=dict)
 
     @property
     def host(self) -> str:
@@ -41,6 +43,13 @@ class Runtime:
 
     def honeypot_network_up(self) -> bool:
         return False  # the honeypot arrives with the anti-cheat network layer
+
+    def screen_action(self, record: EpisodeRecord, action: Action) -> Step | None:
+        """The step to record instead of running the action, when it is intercepted."""
+        return None
+
+    def apply_cheat_policy(self, record: EpisodeRecord, result: EpisodeResult) -> EpisodeResult:
+        return result
 
     def spec_for(self, task: TaskSpec) -> SandboxSpec:
         limits = task.limits

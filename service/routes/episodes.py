@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Annotated
 
 from anyio import to_thread
@@ -13,8 +14,10 @@ from pydantic import BaseModel, Field
 from proctor.models import (
     EpisodeCreate,
     EpisodeCreated,
+    EpisodeMode,
     EpisodeResult,
     EpisodeStatus,
+    Observation,
     Verdict,
 )
 from service.deps import Authenticated, Resources, ResourcesDep
@@ -24,6 +27,7 @@ from service.store import EpisodeRecord
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"], dependencies=[Authenticated])
 
 RETRY_AFTER_S = 5
+INTERACTIVE_START_S = 180.0
 
 
 class EpisodeBatchCreate(BaseModel):
@@ -63,10 +67,22 @@ def check_capacity(resources: Resources, adding: int) -> None:
         )
 
 
+def is_terminal(record: EpisodeRecord) -> bool:
+    return record.status.terminal
+
+
+def is_ready(record: EpisodeRecord) -> bool:
+    """An interactive episode can take actions (or will never be able to)."""
+    return record.status is EpisodeStatus.running or record.status.terminal
+
+
 async def wait_for_end(
-    resources: Resources, episode_id: str, timeout_s: float
+    resources: Resources,
+    episode_id: str,
+    timeout_s: float,
+    until: Callable[[EpisodeRecord], bool] = is_terminal,
 ) -> EpisodeRecord | None:
-    """The record once terminal, or as it stands when the time is up. Never polls."""
+    """The record once `until` holds, or as it stands when the time is up. Never polls."""
     events = resources.events
     await events.ready(timeout_s)
     loop = asyncio.get_running_loop()
@@ -76,7 +92,7 @@ async def wait_for_end(
         try:
             record = await to_thread.run_sync(resources.store.get, episode_id)
             remaining = deadline - loop.time()
-            if record is None or record.status.terminal or remaining <= 0:
+            if record is None or until(record) or remaining <= 0:
                 return record
             try:
                 await asyncio.wait_for(asyncio.shield(woken), remaining)
@@ -90,7 +106,8 @@ async def wait_for_end(
     "",
     operation_id="create_episode",
     status_code=status.HTTP_202_ACCEPTED,
-    responses={200: {"model": EpisodeResult}, 202: {"model": EpisodeCreated}},
+    responses={200: {"model": EpisodeResult}, 201: {"model": EpisodeCreated},
+               202: {"model": EpisodeCreated}},
 )
 async def create_episode(
     request: EpisodeCreate, resources: ResourcesDep, wait: WaitSeconds = 0
@@ -98,12 +115,29 @@ async def create_episode(
     validate_request(resources, request)
     await to_thread.run_sync(check_capacity, resources, 1)
     [episode_id] = await to_thread.run_sync(resources.queue.submit, [request])
+    if request.mode is EpisodeMode.interactive:
+        return await ready_interactive(resources, episode_id)
     if wait > 0:
         record = await wait_for_end(resources, episode_id, min(wait, resources.settings.max_wait_s))
         if record is not None and record.status.terminal:
             return JSONResponse(record.public().model_dump(mode="json"), status_code=200)
     created = EpisodeCreated(id=episode_id, status=EpisodeStatus.queued)
     return JSONResponse(created.model_dump(mode="json"), status_code=202)
+
+
+async def ready_interactive(resources: Resources, episode_id: str) -> JSONResponse:
+    """Answer an interactive create once its sandbox is ready, with the first observation."""
+    record = await wait_for_end(resources, episode_id, INTERACTIVE_START_S, until=is_ready)
+    if record is None:
+        raise NotFound(f"episode {episode_id} vanished while starting")
+    if record.status.terminal:
+        return JSONResponse(record.public().model_dump(mode="json"), status_code=200)
+    if record.status is not EpisodeStatus.running:
+        created = EpisodeCreated(id=episode_id, status=record.status)
+        return JSONResponse(created.model_dump(mode="json"), status_code=202)
+    observation = Observation.model_validate_json(record.fields["observation"])
+    created = EpisodeCreated(id=episode_id, status=record.status, observation=observation)
+    return JSONResponse(created.model_dump(mode="json"), status_code=201)
 
 
 @router.post(

@@ -17,7 +17,13 @@ from typing import Any
 from proctor.models import TaskSpec, TestFormat
 
 # Files that change how Python or pytest behave when merely present in the tree.
-STEERING_FILES = ("conftest.py", "sitecustomize.py", "usercustomize.py", "pytest.ini", "*.pth")
+STEERING_FILES = (
+    "conftest.py", "sitecustomize.py", "usercustomize.py", "*.pth",
+    "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
+    "pyproject.toml",
+)
+CONFIG_FILES = frozenset({"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
+                          "setup.cfg", "pyproject.toml"})
 REPORT_NAME = "report.xml"
 
 
@@ -46,14 +52,17 @@ def grading_plan(
     grader = f"/tmp/.grader-{secrets.token_hex(8)}"
     report = f"{grader}/{REPORT_NAME}"
     command = task.tests.command or default_command(task)
+    task_has_config = any(p.rsplit("/", 1)[-1] in CONFIG_FILES for p in keep | set(restore))
+    # with no configuration of the task's own, pytest reads only ours: nothing in the tree
+    config = "" if task_has_config else f"-c {grader}/pytest.ini "
     env = {
         "HOME": f"{grader}/home",
         "LANG": "C.UTF-8",
         "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTEST_ADDOPTS": (
-            f"--junitxml={report} -o junit_family=xunit1 -p no:cacheprovider "
-            f"--rootdir=/workspace"
+            f"{config}--junitxml={report} -o junit_family=xunit1 -p no:cacheprovider "
+            f"--rootdir=/workspace -o pythonpath=/workspace"
         ),
     }
     limits = task.limits
@@ -67,6 +76,7 @@ def grading_plan(
         {"op": "write", "files": task.tests.files},
         {"op": "mkdir", "path": grader},
         {"op": "mkdir", "path": f"{grader}/home"},
+        {"op": "write", "root": grader, "files": {"pytest.ini": "[pytest]\n"}},
         {
             "op": "run",
             "command": command,

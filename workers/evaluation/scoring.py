@@ -32,6 +32,8 @@ COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 class TestRun:
     """What the runner saw of one test command."""
 
+    __test__ = False  # not a pytest test class
+
     exit_code: int | None
     timed_out: bool
     oom_killed: bool

@@ -33,6 +33,7 @@ MANAGED_LABEL = "org.proctor.managed"
 WORKER_LABEL = "org.proctor.worker"
 HOST_LABEL = "org.proctor.host"
 POOL_LABEL = "org.proctor.pool"
+DEPLOYMENT_LABEL = "org.proctor.deployment"
 FRAME_HEADER = struct.Struct(">BxxxL")
 SANDBOX_HOME = "/home/sandbox"
 WORKSPACE = "/workspace"
@@ -100,7 +101,9 @@ def _wrap(exc: Exception, what: str) -> SandboxError:
 class Engine:
     """One per process: a Docker client plus the calls sandboxes need."""
 
-    def __init__(self, *, worker: str, host: str, base_url: str | None = None) -> None:
+    def __init__(
+        self, *, worker: str, host: str, deployment: str, base_url: str | None = None
+    ) -> None:
         try:
             if base_url:
                 self.client = docker.DockerClient(base_url=base_url, timeout=API_TIMEOUT_S)
@@ -111,6 +114,7 @@ class Engine:
         self.api = self.client.api
         self.worker = worker
         self.host = host
+        self.deployment = deployment
         self._digests: dict[str, str] = {}
         self._lock = threading.Lock()
 
@@ -148,7 +152,8 @@ class Engine:
         """Create and start a locked-down sandbox container."""
         started = time.monotonic()
         uid, _, gid = spec.user.partition(":")
-        tmpfs_opts = f"rw,nosuid,nodev,size={spec.disk_mb}m"
+        # exec: agents run scripts and compiled programs from their workspace
+        tmpfs_opts = f"rw,exec,nosuid,nodev,size={spec.disk_mb}m"
         host_config = self.api.create_host_config(
             network_mode=spec.network,
             read_only=True,
@@ -173,6 +178,7 @@ class Engine:
             MANAGED_LABEL: "1",
             WORKER_LABEL: self.worker,
             HOST_LABEL: self.host,
+            DEPLOYMENT_LABEL: self.deployment,
             **(labels or {}),
         }
         try:
@@ -233,6 +239,7 @@ class Engine:
             return False
 
     def managed_containers(self, **labels: str) -> list[dict[str, Any]]:
+        labels = {DEPLOYMENT_LABEL: self.deployment, **labels}
         filters = [f"{MANAGED_LABEL}=1"] + [f"{k}={v}" for k, v in labels.items()]
         try:
             return list(self.api.containers(all=True, filters={"label": filters}))

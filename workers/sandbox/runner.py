@@ -11,7 +11,8 @@ its stdout through /proc), it never lets a child hold its stdout, and it tags it
 with a nonce that only came through its own stdin.
 
 Request: {"nonce": str, "ops": [op, ...]}; each op is a dict with "op":
-    write     {"files": {path: text}, "root": dir}          write files (replacing links)
+    write     {"files": {path: text}, "binary": {path: b64}, "root": dir}
+                                                              write files (replacing links)
     remove    {"paths": [path], "root": dir}                 delete files or trees
     untar     {"data": base64 tar(.gz), "root": dir}         unpack an archive
     run       {"command": str, "cwd", "env", "timeout_s", "output_bytes",
@@ -21,6 +22,7 @@ Request: {"nonce": str, "ops": [op, ...]}; each op is a dict with "op":
     find      {"names": [basename], "root": dir}              list files with these names
     mkdir     {"path": dir}                                   a fresh private directory
     scrub     {"names": [basename], "keep": [path], "root"}   delete planted config files
+    snapshot  {"paths": [path or dir], "root"}               read files to restore later
 Reply: {"nonce": str, "results": [result per op run], "error": str | null}
 """
 
@@ -71,14 +73,16 @@ def clear(path):
 
 def op_write(op):
     root = op.get("root", "/workspace")
-    for path, text in op["files"].items():
+    contents = {p: t.encode("utf-8") for p, t in op.get("files", {}).items()}
+    contents.update({p: base64.b64decode(d) for p, d in op.get("binary", {}).items()})
+    for path, data in contents.items():
         full = inside(root, path)
         clear(full)
         os.makedirs(os.path.dirname(full), exist_ok=True)
         fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-    return {"written": len(op["files"])}
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    return {"written": len(contents)}
 
 
 def op_remove(op):
@@ -250,6 +254,28 @@ def op_scrub(op):
     return {"removed": removed}
 
 
+def op_snapshot(op):
+    """Read files (directories recursively, .git excluded) so they can be restored later."""
+    root = op.get("root", "/workspace")
+    limit = int(op.get("max_bytes", 4 << 20))
+    files = {}
+    for path in op["paths"]:
+        full = inside(root, path.rstrip("/"))
+        if os.path.isdir(full) and not os.path.islink(full):
+            for directory, dirs, names in os.walk(full):
+                dirs[:] = [d for d in dirs if d != ".git"]
+                for name in names:
+                    absolute = os.path.join(directory, name)
+                    content = read_file(absolute, limit)
+                    if content is not None:
+                        files[os.path.relpath(absolute, root)] = content
+        else:
+            content = read_file(full, limit)
+            if content is not None:
+                files[os.path.relpath(full, root)] = content
+    return {"files": files}
+
+
 def op_mkdir(op):
     os.makedirs(op["path"], mode=0o700, exist_ok=False)
     return {"path": op["path"]}
@@ -265,6 +291,7 @@ OPS = {
     "find": op_find,
     "mkdir": op_mkdir,
     "scrub": op_scrub,
+    "snapshot": op_snapshot,
 }
 
 

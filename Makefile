@@ -1,0 +1,38 @@
+# Proctor — the two commands of the quick start are `make run` and `make test`.
+SHELL := /bin/bash
+PY := .venv/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: setup services images run serve worker test test-unit bench openapi lint judge judge-stop up down logs
+
+setup:            ## install what is missing: docker.io, redis, the venv, the images; start services
+	@bash scripts/setup.sh
+
+images:           ## build the sandbox images (offline bootstrap when no registry answers)
+	@bash images/build.sh
+
+run: setup        ## serve the API and workers on 127.0.0.1:8000
+	@$(PY) -m proctor.cli run
+
+test: setup       ## the whole suite against real Redis and Docker (judge tests if the model server builds)
+	@bash scripts/test.sh $(PYTEST_ARGS)
+
+test-unit:
+	@$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
+
+bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in bench/results/
+	@$(PY) bench/oneshot.py
+	@$(PY) bench/screen.py
+
+openapi:          ## regenerate the committed OpenAPI document
+	@$(PY) -m proctor.cli openapi --output openapi/openapi.json
+
+lint:
+	@.venv/bin/ruff check proctor service workers tests bench
+	@.venv/bin/mypy proctor service workers
+
+judge:            ## start the local LLM judge (llama.cpp server with SmolLM2-135M) on :8081
+	@bash scripts/judge.sh
+
+judge-stop:
+	@bash scripts/judge.sh stop

@@ -1,0 +1,249 @@
+"""Interactive episodes: a sandbox the trainer drives one action at a time.
+
+Start (on any worker): take a warm container, unpack and sanitize the repository, write
+the task's files, run its setup, remember what must be restored at the end (protected
+paths, the task's own pytest configuration), and answer with the first observation.
+Actions and the finish run on the host that holds the container (its own queue), each in
+one runner exec. Shell state (working directory, exported variables) lives in a state
+file that every bash action loads before and saves after the command, as a shell would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from proctor.models import (
+    Action,
+    BashAction,
+    EpisodeResult,
+    EpisodeStatus,
+    Observation,
+    ReadFileAction,
+    SandboxInfo,
+    Step,
+    StepResult,
+    Timings,
+    WriteFileAction,
+)
+from service.store import EpisodeRecord
+from workers.evaluation.grading import STEERING_FILES, grading_plan, steering_paths
+from workers.evaluation.repo import bundle_script, sanitize_script
+from workers.evaluation.scoring import TestRun, score
+from workers.oneshot import infra_failure, observation_of
+from workers.runtime import Runtime
+from workers.sandbox.docker import Container, SandboxError
+from workers.sandbox.sandbox import RunnerBroken, Sandbox
+
+log = logging.getLogger(__name__)
+
+SHELL_STATE = "/tmp/.proctor-shell"
+ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
+BUNDLE_PATH = "/tmp/.proctor-repo.bundle"
+START_TIMEOUT_S = 120.0
+
+
+def shell_command(command: str) -> str:
+    """Wrap a bash action so `cd` and `export` persist into the next one."""
+    return (
+        f"mkdir -p {SHELL_STATE}; "
+        f"[ -f {SHELL_STATE}/env ] && . {SHELL_STATE}/env >/dev/null 2>&1; "
+        f"cd \"$(cat {SHELL_STATE}/cwd 2>/dev/null || echo /workspace)\" 2>/dev/null "
+        "|| cd /workspace; "
+        f"trap 'pwd > {SHELL_STATE}/cwd; export -p > {SHELL_STATE}/env' EXIT\n"
+        f"{command}\n"
+    )
+
+
+def workspace_path(path: str) -> str:
+    """Actions may name files relative to the workspace or absolutely inside it."""
+    return path[len("/workspace/"):] if path.startswith("/workspace/") else path
+
+
+def prepare_ops(rt: Runtime, record: EpisodeRecord) -> list[dict[str, Any]]:
+    task = record.request.task
+    limits = task.limits
+    ops: list[dict[str, Any]] = []
+    setup_timeout = max(limits.timeout_s, 60.0)
+    if task.repo is not None:
+        if task.repo.archive is not None:
+            ops.append({"op": "untar", "data": task.repo.archive})
+            script = sanitize_script(task.repo)
+        else:
+            ops.append({"op": "write", "root": "/tmp", "binary": {
+                BUNDLE_PATH.removeprefix("/tmp/"): task.repo.bundle}})
+            script = bundle_script(task.repo, BUNDLE_PATH)
+        ops.append({"op": "run", "command": script, "timeout_s": setup_timeout,
+                    "output_bytes": 8192, "check": True, "name": "sanitize"})
+    if task.files:
+        ops.append({"op": "write", "files": task.files})
+    for command in task.setup:
+        ops.append({"op": "run", "command": command, "timeout_s": setup_timeout,
+                    "output_bytes": 8192, "check": True, "name": "setup"})
+    ops.append({"op": "find", "names": list(STEERING_FILES)})
+    ops.append({"op": "snapshot", "paths": task.protected_paths})
+    ops.append({"op": "run", "command": "pwd; ls -A", "timeout_s": 10, "output_bytes": 65536})
+    return ops
+
+
+def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
+    """Make the sandbox ready; None when the episode is now running (or already ended)."""
+    task = record.request.task
+    if not rt.store.advance(record.id, EpisodeStatus.starting, worker=rt.worker, host=rt.host):
+        return None
+    spec = rt.spec_for(task)
+    acquired = time.monotonic()
+    container, warm = rt.pool.acquire(spec)
+    sandbox = Sandbox(rt.engine, container, episode_id=record.id)
+    keep_container = False
+    try:
+        ops = prepare_ops(rt, record)
+        reply = sandbox.program(ops, timeout_s=sum(float(o.get("timeout_s", 0)) for o in ops))
+        failed = next((r for r in reply.results if r.get("exit_code") not in (None, 0)), None)
+        if reply.error or failed is not None or len(reply.results) < len(ops):
+            detail = reply.error or (failed or {}).get("stderr", "")[-800:]
+            return infra_failure(record, f"the task could not be prepared: {detail}")
+        found, snapshot, listing = reply.results[-3:]
+        ready_s = time.monotonic() - acquired
+        observation = Observation(output=listing["stdout"], exit_code=0,
+                                  duration_s=round(ready_s, 4))
+        state = {
+            "container": container.id,
+            "container_name": container.name,
+            "keep": json.dumps(sorted(set(found["paths"]) | steering_paths(task.files))),
+            "restore": json.dumps({**snapshot["files"],
+                                   **{p: c for p, c in task.files.items()
+                                      if _protected(p, task.protected_paths)}}),
+            "observation": observation.model_dump_json(),
+            "last_action": repr(time.time()),
+            "sandbox_start_s": repr(ready_s),
+            "warm": "1" if warm else "0",
+        }
+        keep_container = rt.store.advance(record.id, EpisodeStatus.running, **state)
+        if keep_container:
+            rt.interactive[record.id] = container.id
+            log.info("episode %s container %s: ready in %.3fs (%s)", record.id,
+                     container.name, ready_s, "warm" if warm else "cold")
+        return None
+    except RunnerBroken as exc:
+        return infra_failure(record, f"the task could not be prepared: {exc}")
+    finally:
+        if not keep_container:
+            rt.pool.discard(container)
+
+
+def _protected(path: str, protected: list[str]) -> bool:
+    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in protected)
+
+
+def _sandbox(rt: Runtime, record: EpisodeRecord) -> Sandbox:
+    spec = rt.spec_for(record.request.task)
+    container = Container(id=record.fields["container"],
+                          name=record.fields.get("container_name", ""), spec=spec)
+    return Sandbox(rt.engine, container, episode_id=record.id)
+
+
+def _live(rt: Runtime, episode_id: str, reply_key: str) -> EpisodeRecord | None:
+    record = rt.store.get(episode_id)
+    if record is None:
+        rt.store.reply(reply_key, status=404, message=f"no episode {episode_id!r}")
+        return None
+    if record.status is not EpisodeStatus.running:
+        rt.store.reply(reply_key, status=409,
+               message=f"episode {episode_id} is {record.status.value}, not running")
+        return None
+    return record
+
+
+def action_op(action: Action, *, output_bytes: int, max_timeout_s: float) -> dict[str, Any]:
+    if isinstance(action, BashAction):
+        return {"op": "run", "command": shell_command(action.command),
+                "timeout_s": min(action.timeout_s, max_timeout_s), "output_bytes": output_bytes,
+                "env": {"HOME": "/home/sandbox", "LANG": "C.UTF-8", "TERM": "dumb"}}
+    if isinstance(action, WriteFileAction):
+        return {"op": "write", "files": {workspace_path(action.path): action.content}}
+    assert isinstance(action, ReadFileAction)
+    return {"op": "read", "paths": [workspace_path(action.path)], "max_bytes": output_bytes}
+
+
+def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_key: str) -> None:
+    record = _live(rt, episode_id, reply_key)
+    if record is None:
+        return
+    action = ACTION_ADAPTER.validate_python(action_json)
+    task = record.request.task
+    started = time.time()
+    rt.redis.hset(f"proctor:episode:{episode_id}", "last_action", repr(started))
+    intercepted = rt.screen_action(record, action)
+    if intercepted is not None:
+        step = intercepted
+    else:
+        sandbox = _sandbox(rt, record)
+        op = action_op(action, output_bytes=task.limits.output_bytes,
+                       max_timeout_s=rt.settings.max_episode_s)
+        try:
+            reply = sandbox.program([op], timeout_s=float(op.get("timeout_s", 10)))
+            result = reply.results[0] if reply.results else None
+            observation = observation_of(action, result, reply.error)
+        except RunnerBroken as exc:
+            observation = Observation(stderr=str(exc), exit_code=137)
+        step = Step(step=0, action=action, observation=observation, started_at=started)
+    step = rt.store.add_step(episode_id, step)
+    answer = StepResult(id=episode_id, step=step.step, observation=step.observation)
+    rt.store.reply(reply_key, body=answer.model_dump(mode="json"))
+
+
+def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
+                       *, reason: str | None = None) -> EpisodeResult | None:
+    """Kill the agent's processes, seal, run the hidden tests, score, remove the sandbox."""
+    record = rt.store.get(episode_id) if reply_key is None else _live(rt, episode_id, reply_key)
+    if record is None or record.status is not EpisodeStatus.running:
+        return None
+    if not rt.store.advance(episode_id, EpisodeStatus.evaluating):
+        return None
+    task = record.request.task
+    sandbox = _sandbox(rt, record)
+    steps = rt.store.steps(episode_id)
+    info = SandboxInfo(image=sandbox.container.spec.image,
+                       image_digest=rt.engine.image_digest(sandbox.container.spec.image),
+                       host=rt.host, network=sandbox.container.spec.network)
+    try:
+        plan = grading_plan(task, keep=set(json.loads(record.fields.get("keep", "[]"))),
+                            restore=json.loads(record.fields.get("restore", "{}")))
+        run_started = time.monotonic()
+        reply = sandbox.program(plan.ops, timeout_s=plan.timeout_s + 10)
+        run_s = time.monotonic() - run_started
+        test = next((r for r in reply.results if "exit_code" in r), None)
+        if test is None:
+            raise RunnerBroken(reply.error or "the hidden tests did not run")
+        oom = test["oom_killed"]
+        outcome = score(TestRun(exit_code=test["exit_code"], timed_out=test["timed_out"],
+                                oom_killed=oom, report_xml=test.get("report"),
+                                stderr=test["stderr"]), task.tests, task.scoring)
+        result = EpisodeResult(
+            id=episode_id, status=EpisodeStatus.completed, mode=record.request.mode,
+            reward=outcome.reward, passed=outcome.passed, verdict=outcome.verdict,
+            tests=outcome.tests, stdout=test["stdout"], stderr=test["stderr"],
+            stdout_truncated=test["stdout_truncated"], stderr_truncated=test["stderr_truncated"],
+            exit_code=test["exit_code"], reason=reason or outcome.reason,
+            timings=Timings(sandbox_start_s=float(record.fields.get("sandbox_start_s", 0)),
+                            run_s=run_s, total_s=time.time() - record.created),
+            sandbox=info, steps=steps, step_rewards=[s.reward for s in steps],
+            metadata=record.request.metadata,
+            created_at=datetime.fromtimestamp(record.created, UTC), finished_at=datetime.now(UTC),
+        )
+        result = rt.apply_cheat_policy(record, result)
+    except (RunnerBroken, SandboxError) as exc:
+        result = infra_failure(record, f"grading failed: {exc}", steps=steps, sandbox=info)
+    finally:
+        rt.engine.remove(sandbox.container.id)
+        rt.interactive.pop(episode_id, None)
+    rt.store.finish(result)
+    if reply_key is not None:
+        rt.store.reply(reply_key, body=result.model_dump(mode="json"))
+    return result
