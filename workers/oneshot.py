@@ -57,7 +57,7 @@ def observation_of(action: Action, result: dict[str, Any] | None, error: str | N
             timed_out=result["timed_out"], duration_s=result["duration_s"],
         )
     if isinstance(action, ReadFileAction):
-        content = result["files"].get(action.path)
+        content = next(iter(result["files"].values()), None)
         if content is None:
             return Observation(stderr=f"{action.path}: No such file or directory", exit_code=1)
         return Observation(output=content, exit_code=0)

@@ -29,10 +29,13 @@ def sanitize_script(repo: RepoSnapshot) -> str:
         f"{GIT} for-each-ref --format='%(refname)' | {{ grep -vxF refs/heads/{repo.branch} || true; }} "
         f"| while read -r ref; do {GIT} update-ref -d \"$ref\"; done",
         f"for r in $({GIT} remote); do {GIT} remote remove \"$r\"; done",
-        "rm -rf .git/logs .git/refs/original .git/rr-cache .git/modules .git/hooks/*",
+        "rm -rf .git/logs .git/refs/original .git/rr-cache .git/modules .git/hooks/* "
+        ".git/sequencer .git/rebase-merge .git/rebase-apply",
         "rm -f .git/ORIG_HEAD .git/FETCH_HEAD .git/MERGE_HEAD .git/CHERRY_PICK_HEAD "
         ".git/REVERT_HEAD .git/AUTO_MERGE .git/packed-refs.lock .git/shallow "
-        ".git/info/grafts .git/objects/info/alternates .git/description",
+        ".git/info/grafts .git/objects/info/alternates .git/description "
+        # messages of the last commit or merge, which may describe the fix
+        ".git/COMMIT_EDITMSG .git/MERGE_MSG .git/SQUASH_MSG .git/TAG_EDITMSG",
         f"{GIT} pack-refs --all",
         f"{GIT} reflog expire --expire=now --all",
         f"{GIT} repack -a -d -q",

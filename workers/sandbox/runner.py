@@ -191,7 +191,13 @@ def op_run(op):
             room = cap - len(captured[key.data])
             if room > 0:
                 captured[key.data] += chunk[:room]
-    if timed_out or proc.poll() is None:
+    if not timed_out:
+        # the pipes can close a moment before the process exits: wait for it, not longer
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    if timed_out:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
