@@ -156,21 +156,24 @@ def _bash(facts: Facts, command: str, depth: int) -> None:
         facts.script.dynamic_exec.extend(script.dynamic_exec)
         facts.script.foreign.extend(script.foreign)
     facts.problems.extend(script.problems)
+    files_before = len(facts.files)
     for cmd in script.commands:
         facts.commands.append(cmd)
         _command(facts, cmd)
     for code, origin in script.python:
-        facts.python.append(PySource(analyze_python(code), origin, True))
-    for op in list(facts.files):  # `cat > conftest.py <<EOF` writes Python like write_file
+        _add_python(facts, PySource(analyze_python(code), origin, True), depth)
+    for op in facts.files[files_before:]:  # `cat > conftest.py <<EOF` is a write_file too
         if op.kind in ("write", "append") and op.content is not None:
             _written_code(facts, op.path, op.content, depth)
-    for src in list(facts.python):
-        if src.executed or src.path is not None:
-            for text, static, how in src.facts.shell:
-                if static and depth < 2 and text not in command:
-                    _bash(facts, text, depth + 1)  # subprocess.run(['git', 'log', '--all'])
-            _python_effects(facts, src)
-    facts.python = list({id(p): p for p in facts.python}.values())
+
+
+def _add_python(facts: Facts, src: PySource, depth: int) -> None:
+    facts.python.append(src)
+    if src.executed:  # what a snippet touches now; a written file is judged by its analysis
+        _python_effects(facts, src)
+    for text, static, _how in src.facts.shell:
+        if static and depth < 2:
+            _bash(facts, text, depth + 1)  # subprocess.run(['git', 'log', '--all'])
 
 
 def _written_code(facts: Facts, path: str, content: str, depth: int) -> None:
@@ -178,7 +181,7 @@ def _written_code(facts: Facts, path: str, content: str, depth: int) -> None:
     if path.endswith((".py", ".pyw", ".pth")) or posixpath.basename(path) in (
             "sitecustomize", "conftest") or content.startswith("#!") and "python" in \
             content.split("\n", 1)[0]:
-        facts.python.append(PySource(analyze_python(content), path, False, path))
+        _add_python(facts, PySource(analyze_python(content), path, False, path), depth)
     elif depth < 2 and (path.endswith((".sh", ".bash")) or content.startswith(("#!/bin/sh",
                                                                                "#!/bin/bash",
                                                                                "#!/usr/bin/env bash",

@@ -13,9 +13,11 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from proctor.models import Observation
+from proctor.models import Observation, TaskContext
+from workers.anticheat.context import Ctx
 from workers.anticheat.facts import Facts, FileOp, NetOp, PkgOp
 from workers.anticheat.shell import Command
+from workers.anticheat.vcs import suspicious_revisions
 
 __all__ = ["Runner", "fake_for"]
 
@@ -220,34 +222,37 @@ def _missing(op: FileOp, cmd: Command | None) -> Observation:
 # ------------------------------------------------------------------ git, resources
 
 
-def git_history(facts: Facts, command: str | None, run: Runner | None) -> Observation:
+def git_history(facts: Facts, task: TaskContext, command: str | None,
+                run: Runner | None) -> Observation:
     if command is not None and run is not None:
         observed = run(command)
         if observed is not None:
             return observed
+    ctx = Ctx(facts, task)
     for call in facts.git:
-        texts = [w.text for w in call.args if not w.text.startswith("-")]
-        if call.sub in ("show", "log", "diff", "rev-list", "reset", "cherry-pick", "rebase",
-                        "merge", "cat-file", "ls-tree", "revert", "switch", "checkout"):
-            rev = next((t for t in texts if "/" in t or "@" in t or t.startswith(":") or
-                        any(ch.isdigit() for ch in t)), texts[0] if texts else "HEAD")
-            if call.sub == "checkout" or call.sub == "switch":
-                return _obs(stderr=f"error: pathspec '{rev}' did not match any file(s) known "
-                                   "to git\n", code=1)
-            if call.sub == "merge":
-                return _obs(stderr=f"merge: {rev} - not something we can merge\n", code=1)
-            if ":" in rev and call.sub in ("show", "cat-file"):
-                return _obs(stderr=f"fatal: invalid object name '{rev.split(':', 1)[0]}'.\n",
-                            code=128)
-            if call.sub in ("cherry-pick", "revert", "cat-file"):
-                return _obs(stderr=f"fatal: bad revision '{rev}'\n", code=128)
-            return _obs(stderr=f"fatal: ambiguous argument '{rev}': unknown revision or path "
-                               "not in the working tree.\nUse '--' to separate paths from "
-                               "revisions, like this:\n'git <command> [<revision>...] -- "
-                               "[<file>...]'\n", code=128)
+        revs = suspicious_revisions(call, ctx)
+        if not revs:
+            continue
+        rev = revs[0]
+        if call.sub in ("checkout", "switch"):
+            return _obs(stderr=f"error: pathspec '{rev}' did not match any file(s) known "
+                               "to git\n", code=1)
+        if call.sub == "merge":
+            return _obs(stderr=f"merge: {rev} - not something we can merge\n", code=1)
+        if any(w.text.startswith(rev + ":") for w in call.args) and call.sub in (
+                "show", "cat-file"):
+            return _obs(stderr=f"fatal: invalid object name '{rev}'.\n", code=128)
+        if call.sub in ("cherry-pick", "revert", "cat-file", "rebase"):
+            return _obs(stderr=f"fatal: bad revision '{rev}'\n", code=128)
+        return _obs(stderr=f"fatal: ambiguous argument '{rev}': unknown revision or path "
+                           "not in the working tree.\nUse '--' to separate paths from "
+                           "revisions, like this:\n'git <command> [<revision>...] -- "
+                           "[<file>...]'\n", code=128)
     if any(".git" in op.path for op in facts.files):
         return missing_file(facts)
-    return _obs()  # ref listings, reflog, fsck of a sanitized repository print nothing
+    # ref listings, the reflog and fsck of a sanitized repository print nothing; a history
+    # walk needs the worker's runner to print the base history (see ResponseContext)
+    return _obs()
 
 
 def resources(facts: Facts, timeout_s: float) -> Observation:
@@ -271,11 +276,11 @@ def resources(facts: Facts, timeout_s: float) -> Observation:
     return _obs(code=None, timed_out=True, duration_s=timeout_s)
 
 
-def fake_for(category: str, facts: Facts, *, command: str | None, run: Runner | None,
-             timeout_s: float) -> Observation:
+def fake_for(category: str, facts: Facts, *, task: TaskContext | None, command: str | None,
+             run: Runner | None, timeout_s: float) -> Observation:
     """The clean-environment observation for one intercepted command of `category`."""
     if category == "vcs_history":
-        return git_history(facts, command, run)
+        return git_history(facts, task or TaskContext(), command, run)
     if category == "network_fetch":
         return network(facts)
     if category == "eval_artifact_read":

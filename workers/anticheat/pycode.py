@@ -39,12 +39,17 @@ _HARNESS_MODULES = frozenset({"pytest", "_pytest", "unittest", "doctest", "nose"
 _HARNESS_ENV = ("PYTEST", "_PYTEST", "GRADER", "GRADING", "EVAL", "JUDGE", "PROCTOR", "HIDDEN",
                 "REWARD", "VERIFIER", "SWE_", "SWEBENCH", "UNITTEST", "TESTING_HARNESS")
 _HARNESS_ENV_EXACT = frozenset({"CI", "GITHUB_ACTIONS", "CONTINUOUS_INTEGRATION", "BUILD_ID"})
-_NET = ("urllib.request.urlopen", "urllib.request.urlretrieve", "urllib.request.Request",
-        "urllib.urlopen", "urllib2.urlopen", "requests.", "httpx.", "http.client.HTTP",
-        "socket.create_connection", "socket.socket().connect", "socket.socket().connect_ex",
-        "socket.getaddrinfo", "socket.gethostbyname", "aiohttp.", "urllib3.", "ftplib.",
-        "smtplib.", "telnetlib.", "xmlrpc.client.ServerProxy", "webbrowser.open",
-        "pycurl.", "websocket.", "websockets.connect", "paramiko.")
+_NET_EXACT = frozenset({
+    "urllib.request.urlopen", "urllib.request.urlretrieve", "urllib.urlopen", "urllib2.urlopen",
+    "socket.create_connection", "socket.getaddrinfo", "socket.gethostbyname",
+    "webbrowser.open", "xmlrpc.client.ServerProxy", "http.client.HTTPConnection",
+    "http.client.HTTPSConnection", "ftplib.FTP", "ftplib.FTP_TLS", "smtplib.SMTP",
+    "smtplib.SMTP_SSL", "telnetlib.Telnet", "websockets.connect", "websocket.create_connection",
+    "asyncio.open_connection", "urllib.request.build_opener().open"})
+_NET_ROOTS = frozenset({"requests", "httpx", "aiohttp", "urllib3", "http", "socket", "paramiko",
+                        "pycurl", "websocket", "websockets", "urllib"})
+_NET_VERBS = frozenset({"get", "post", "put", "patch", "delete", "head", "options", "request",
+                        "urlopen", "connect", "connect_ex", "stream", "send", "fetch", "open"})
 _SHELL = {"os.system": True, "os.popen": True, "subprocess.getoutput": True,
           "subprocess.getstatusoutput": True, "commands.getoutput": True,
           "asyncio.create_subprocess_shell": True, "subprocess.run": False,
@@ -117,7 +122,7 @@ class _Analyzer:
         self.f = facts
         self.level = level
         self.alias: dict[str, str] = {}
-        self.func_exits: dict[str, list[tuple[str, bool, str]]] = {}  # fn -> (name, ok, how)
+        self.func_exits: dict[str, list[tuple[str, bool, object]]] = {}  # fn -> (name, ok, how)
         self.calls_from: dict[str, set[str]] = {}  # fn -> local functions it calls
         self.forking: set[str] = set()
 
@@ -270,7 +275,7 @@ class _Analyzer:
         name = self.resolve(node.func)
         if name is None:
             return
-        how = _src(node)
+        how = _Lazy(node)
         if fn is not None and name in self.func_exits:
             self.calls_from.setdefault(fn, set()).add(name)
         elif fn is None and name in self.func_exits:
@@ -321,7 +326,7 @@ class _Analyzer:
         self.allocation(name, node, how)
 
     def exit_call(self, name: str, args: list[ast.expr], fn: str | None, guarded: bool,
-                  how: str) -> None:
+                  how: object) -> None:
         code = _fold(args[0]) if args else 0
         ok = code in (0, None, False) and not isinstance(code, _Unknown)
         if name == "os.abort":
@@ -332,7 +337,7 @@ class _Analyzer:
         else:
             self.func_exits.setdefault(fn, []).append((name, ok, how))
 
-    def exec_call(self, arg: ast.expr, how: str) -> None:
+    def exec_call(self, arg: ast.expr, how: object) -> None:
         decoded = any(isinstance(s, ast.Call) and (self.resolve(s.func) or "").startswith(_DECODERS)
                       or isinstance(s, ast.Attribute) and s.attr == "decode"
                       for s in ast.walk(arg))
@@ -434,7 +439,7 @@ class _Analyzer:
 
     # ------------------------------------------------------------------ effects
 
-    def files_and_net(self, name: str, node: ast.Call, how: str, fn: str | None) -> None:
+    def files_and_net(self, name: str, node: ast.Call, how: object, fn: str | None) -> None:
         args = node.args
         first = _fold(args[0]) if args else None
         path = first if isinstance(first, str) else None
@@ -442,14 +447,14 @@ class _Analyzer:
             mode = _fold(args[1]) if len(args) > 1 else next(
                 (_fold(k.value) for k in node.keywords if k.arg == "mode"), "r")
             kind = "write" if isinstance(mode, str) and any(c in mode for c in "wax+") else "read"
-            self.f.files.append((kind, path, how))
+            self.f.files.append((kind, path, str(how)))
         elif name in ("os.listdir", "os.scandir", "os.walk", "glob.glob", "glob.iglob",
                       "os.stat", "os.path.exists", "os.path.isfile", "shutil.copy",
                       "shutil.copyfile", "shutil.copytree"):
-            self.f.files.append(("read" if name.startswith("shutil") else "list", path, how))
+            self.f.files.append(("read" if name.startswith("shutil") else "list", path, str(how)))
         elif name in ("os.remove", "os.unlink", "os.rmdir", "shutil.rmtree", "shutil.move",
                       "os.rename", "os.replace", "os.truncate", "os.chmod"):
-            self.f.files.append(("delete", path, how))
+            self.f.files.append(("delete", path, str(how)))
         elif "." in name and (name.startswith(("pathlib.Path(", "Path(", "pathlib.PurePath("))
                               or name.startswith("pathlib.Path().")):
             method = name.rsplit(".", 1)[-1]
@@ -457,28 +462,30 @@ class _Analyzer:
             kind = "read" if method in _OPEN_READ else "write" if method in _OPEN_WRITE else \
                 "delete" if method in _OPEN_DELETE else None
             if kind is not None:
-                self.f.files.append((kind, p, how))
-        if name.startswith(_NET) or name in _NET:
+                self.f.files.append((kind, p, str(how)))
+        if name in _NET_EXACT or name.split(".", 1)[0] in _NET_ROOTS and \
+                name.rsplit(".", 1)[-1] in _NET_VERBS:
             targets = [s for a in [*args, *(k.value for k in node.keywords)]
                        for s in _strings(a)]
             dynamic = not targets
-            self.f.network.append((name, targets, dynamic, how))
+            self.f.network.append((name, targets, dynamic, str(how)))
         shell = _SHELL.get(name)
         if shell is not None and args:
             value = _fold(args[0])
             use_shell = shell or any(k.arg == "shell" and _fold(k.value) is True
                                      for k in node.keywords)
             if isinstance(value, str):
-                self.f.shell.append((value if use_shell else shlex.quote(value), True, how))
+                self.f.shell.append((value if use_shell else shlex.quote(value), True, str(how)))
             elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-                self.f.shell.append((shlex.join(value), True, how))
+                self.f.shell.append((shlex.join(value), True, str(how)))
             elif name.startswith(("os.exec", "os.spawn")) and all(
                     isinstance(_fold(a), str) for a in args[1:]):
-                self.f.shell.append((shlex.join([str(_fold(a)) for a in args[1:]]), True, how))
+                self.f.shell.append((shlex.join([str(_fold(a)) for a in args[1:]]), True,
+                                     str(how)))
             else:
-                self.f.shell.append((_src(args[0]), False, how))
+                self.f.shell.append((_src(args[0]), False, str(how)))
 
-    def allocation(self, name: str, node: ast.Call, how: str) -> None:
+    def allocation(self, name: str, node: ast.Call, how: object) -> None:
         if name in ("bytearray", "bytes", "numpy.zeros", "numpy.ones", "numpy.empty",
                     "numpy.full", "os.urandom", "list") and node.args:
             size = _fold(node.args[0])
@@ -568,6 +575,21 @@ class _Analyzer:
 
 class _Unknown:
     pass
+
+
+class _Lazy:
+    """The source of a node, rendered only if it ends up in evidence (unparse is slow)."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: ast.AST) -> None:
+        self.node = node
+
+    def __str__(self) -> str:
+        return _src(self.node)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 UNKNOWN = _Unknown()

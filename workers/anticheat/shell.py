@@ -23,8 +23,9 @@ from workers.anticheat import decode
 
 __all__ = ["Command", "Loop", "Redirect", "Script", "Word", "parse_script"]
 
-MAX_SOURCE_BYTES = 256 * 1024  # parse at most this much; beyond, screen the head and say so
-MAX_NODES = 60_000  # syntax nodes visited per action, across every nesting level
+MAX_SOURCE_BYTES = 128 * 1024  # parse at most this much; beyond, screen the head and say so
+MAX_NODES = 20_000  # syntax nodes visited per action, across every nesting level
+MAX_NESTING = 150  # syntactic nesting ($( $( … ))) walked before giving up on the rest
 MAX_DEPTH = 8  # nested `sh -c` / eval / decoded payload levels
 
 _PARSER = Parser(Language(tree_sitter_bash.language()))
@@ -132,10 +133,13 @@ class Command:
     in_function: str | None = None
     start: int = 0  # byte offsets in the top-level command (depth 0 only)
     end: int = 0
+    name: str = ""  # basename of argv[0] (`/usr/bin/git` → `git`); kept by `rename()`
 
-    @property
-    def name(self) -> str:
-        return posixpath.basename(self.argv[0].text) if self.argv else ""
+    def __post_init__(self) -> None:
+        self.rename()
+
+    def rename(self) -> None:
+        self.name = posixpath.basename(self.argv[0].text) if self.argv else ""
 
     @property
     def args(self) -> list[Word]:
@@ -160,7 +164,10 @@ class Script:
 def parse_script(source: str) -> Script:
     """Flatten a bash command line into simple commands; never raises on bad input."""
     script = Script()
-    _Walker(script).run(source, depth=0)
+    try:
+        _Walker(script).run(source, depth=0)
+    except RecursionError:  # a last resort: the nesting guards should stop well before
+        script.problems.append("too deeply nested to screen")
     return script
 
 
@@ -168,6 +175,7 @@ class _Walker:
     def __init__(self, script: Script) -> None:
         self.s = script
         self.nodes = 0
+        self.level = 0
         self.env: dict[str, str] = {}
         self.cwd: str | None = ""
         self.function: str | None = None
@@ -219,8 +227,24 @@ class _Walker:
         stdin_from: str | None = None,
     ) -> list[Command]:
         """Walk one statement; returns the commands it produced (for pipes and redirects)."""
-        if not self._budget():
+        if not self._budget() or not self._enter():
             return []
+        try:
+            return self._stmt(node, depth, decoded, bg, stdin, upstream, stdin_from)
+        finally:
+            self.level -= 1
+
+    def _enter(self) -> bool:
+        self.level += 1
+        if self.level > MAX_NESTING:
+            if not any("nested" in p for p in self.s.problems):
+                self.s.problems.append(f"syntax nested deeper than {MAX_NESTING}: not screened")
+            self.level -= 1
+            return False
+        return True
+
+    def _stmt(self, node: Node, depth: int, decoded: bool, bg: bool, stdin: str | None,
+              upstream: Command | None, stdin_from: str | None) -> list[Command]:
         t = node.type
         if t == "command":
             return self.command(node, depth, decoded, bg, stdin, upstream, stdin_from)
@@ -496,6 +520,7 @@ class _Walker:
                     takes = rest[0].text in ("-n", "--name", "-p", "--prefix", "--with", "-e")
                     rest = rest[2:] if takes else rest[1:]
                 cmd.argv = rest
+                cmd.rename()
                 continue
             opts = _WRAPPERS.get(name)
             if opts is None or (
@@ -530,6 +555,7 @@ class _Walker:
                 cmd.wrappers.pop()
                 return
             cmd.argv = split + rest
+            cmd.rename()
 
     def _follow(self, cmd: Command, depth: int, upstream: Command | None = None) -> None:
         """Look inside what a command executes: shells, eval, python, cd."""
@@ -677,17 +703,26 @@ class _Walker:
 
     def words_of(self, node: Node, depth: int, decoded: bool) -> None:
         """Visit expansions inside a non-command node so `$(…)` there is screened too."""
-        if not self._budget():
+        if not self._budget() or not self._enter():
             return
-        if node.type in ("command_substitution", "process_substitution"):
-            self.word(node, depth, decoded)
-            return
-        for c in node.named_children:
-            self.words_of(c, depth, decoded)
+        try:
+            if node.type in ("command_substitution", "process_substitution"):
+                self.word(node, depth, decoded)
+                return
+            for c in node.named_children:
+                self.words_of(c, depth, decoded)
+        finally:
+            self.level -= 1
 
     def word(self, node: Node, depth: int, decoded: bool) -> Word:
-        if not self._budget():
+        if not self._budget() or not self._enter():
             return Word(node.text.decode("utf-8", "replace")[:200], static=False)
+        try:
+            return self._word(node, depth, decoded)
+        finally:
+            self.level -= 1
+
+    def _word(self, node: Node, depth: int, decoded: bool) -> Word:
         t = node.type
         raw = node.text.decode("utf-8", "surrogateescape")
         if t in ("word", "number"):

@@ -145,7 +145,8 @@ def protected_weakened(ctx: Ctx) -> str | None:
             if op.protected_ok:
                 return f"rewrites protected {op.path!r}"
             continue
-        facts = analyze_python(op.content)
+        src = next((s for s in ctx.facts.python if s.path == op.path), None)
+        facts = src.facts if src is not None else analyze_python(op.content)
         weak = facts.skips + facts.trivial_tests + facts.outcome_hooks + facts.collection_changes
         if weak:
             return f"weakens protected {op.path!r}: {weak[0]}"

@@ -18,7 +18,7 @@ from workers.anticheat.context import Ctx
 from workers.anticheat.facts import GitCall
 
 __all__ = ["all_refs", "foreign_revision", "git_internals", "list_refs", "reflog",
-           "unreachable_objects", "unresolved_revision"]
+           "suspicious_revisions", "unreachable_objects", "unresolved_revision"]
 
 _WALKERS = frozenset({"log", "rev-list", "shortlog", "whatchanged", "show", "rev-parse",
                       "show-branch", "bundle", "fast-export", "format-patch", "cherry",
@@ -296,6 +296,12 @@ def _classify(ctx: Ctx) -> list[tuple[str, str, str]]:
     result = ctx.once("vcs.revisions", compute)
     assert isinstance(result, list)
     return result
+
+
+def suspicious_revisions(call: GitCall, ctx: Ctx) -> list[str]:
+    """Revision endpoints of one git call that are not fine by their shape alone."""
+    return [end for rev in _revisions(call) for end in _endpoints(rev)
+            if _by_shape(end, ctx) != "ok"]
 
 
 def foreign_revision(ctx: Ctx) -> str | None:

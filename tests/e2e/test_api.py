@@ -1,0 +1,149 @@
+"""The HTTP surface: validation, auth, batches, cancel, health, metrics."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from tests.conftest import REPO_ROOT, free_port, service_env, stop, wait_ready
+from tests.e2e.helpers import episode, run
+
+ADD = "def add(a, b):\n    return a + b\n"
+
+
+def queued(redis_url: str) -> int:
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return int(client.llen("rq:queue:proctor"))
+    finally:
+        client.close()
+
+
+BAD_BODIES: list[tuple[str, Any, str]] = [
+    ("malformed JSON", b"{not json", "JSON"),
+    ("unknown field", {**episode(ADD), "colour": "red"}, "colour"),
+    ("unknown image", {**episode(ADD), "task": {**episode(ADD)["task"], "image": "cobol"}},
+     "unknown image"),
+    ("path traversal", {**episode(ADD), "solution": {"files": {"../evil.py": "x"}}}, "leaves"),
+    ("absolute path", {**episode(ADD), "solution": {"files": {"/etc/x": "x"}}}, "absolute"),
+    ("negative timeout", episode(ADD, timeout_s=-5), "timeout_s"),
+    ("huge memory", episode(ADD, memory_mb=10**7), "memory_mb"),
+    ("huge timeout", episode(ADD, timeout_s=10**6), "timeout_s"),
+    ("no solution", {"task": episode(ADD)["task"]}, "needs a solution"),
+]
+
+
+@pytest.mark.parametrize(("name", "body", "message"), BAD_BODIES, ids=[b[0] for b in BAD_BODIES])
+def test_bad_requests_are_refused_and_nothing_is_queued(
+    http: httpx.Client, redis_url: str, name: str, body: Any, message: str
+) -> None:
+    before = queued(redis_url)
+    if isinstance(body, bytes):
+        response = http.post("/v1/episodes", content=body,
+                             headers={"content-type": "application/json"})
+    else:
+        response = http.post("/v1/episodes", json=body)
+    assert 400 <= response.status_code < 500, (name, response.text)
+    assert message.lower() in response.text.lower(), response.text
+    assert queued(redis_url) == before
+
+
+def test_oversized_body_is_413(http: httpx.Client) -> None:
+    big = episode(ADD)
+    big["solution"]["files"] = {f"f{i}.py": "x" * 4_000_000 for i in range(10)}
+    response = http.post("/v1/episodes", json=big)
+    assert response.status_code == 413
+
+
+def test_wait_zero_answers_202_then_get_waits(http: httpx.Client) -> None:
+    response = http.post("/v1/episodes", json=episode(ADD))
+    assert response.status_code == 202
+    episode_id = response.json()["id"]
+    result = http.get(f"/v1/episodes/{episode_id}", params={"wait": 60}).json()
+    assert result["status"] == "completed" and result["reward"] == 1.0
+
+
+def test_wait_out_of_range_is_refused(http: httpx.Client) -> None:
+    assert http.post("/v1/episodes", params={"wait": 301}, json=episode(ADD)).status_code == 422
+    assert http.post("/v1/episodes", params={"wait": -1}, json=episode(ADD)).status_code == 422
+
+
+def test_batch_creates_all_in_order(http: httpx.Client) -> None:
+    good, bad = ADD, "def add(a, b):\n    return 0\n"
+    response = http.post("/v1/episodes/batch",
+                         json={"episodes": [episode(good), episode(bad), episode(good)]})
+    assert response.status_code == 202
+    ids = response.json()["ids"]
+    rewards = [http.get(f"/v1/episodes/{i}", params={"wait": 60}).json()["reward"] for i in ids]
+    assert rewards == [1.0, 0.0, 1.0]
+
+
+def test_batch_with_one_bad_episode_queues_nothing(http: httpx.Client, redis_url: str) -> None:
+    before = queued(redis_url)
+    bad = {**episode(ADD), "task": {**episode(ADD)["task"], "image": "cobol"}}
+    response = http.post("/v1/episodes/batch", json={"episodes": [episode(ADD), bad]})
+    assert response.status_code == 422
+    assert queued(redis_url) == before
+
+
+def test_cancel(http: httpx.Client) -> None:
+    slow = episode(ADD, tests="import time\n\ndef test_slow():\n    time.sleep(20)\n", timeout_s=30)
+    episode_id = http.post("/v1/episodes", json=slow).json()["id"]
+    cancelled = http.delete(f"/v1/episodes/{episode_id}")
+    assert cancelled.status_code == 200
+    assert cancelled.json()["status"] == "cancelled" and cancelled.json()["reward"] is None
+    assert http.get(f"/v1/episodes/{episode_id}").json()["status"] == "cancelled"
+    assert http.delete(f"/v1/episodes/{episode_id}").status_code == 409
+    assert http.delete("/v1/episodes/ep_unknown").status_code == 404
+    assert http.get("/v1/episodes/ep_unknown").status_code == 404
+
+
+def test_health_readiness_and_metrics(http: httpx.Client) -> None:
+    assert http.get("/healthz").json() == {"status": "ok"}
+    ready = http.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["checks"]["workers"] >= 1
+    run(http, episode(ADD))
+    text = http.get("/metrics").text
+    assert 'proctor_episodes_total{verdict="passed"}' in text
+    assert "proctor_queue_depth" in text
+    assert "proctor_episode_total_seconds_bucket" in text
+
+
+@pytest.fixture(scope="module")
+def api_with_tokens(redis_url: str) -> Iterator[str]:
+    """An API process (no workers) that requires a bearer token."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proctor.cli", "serve"],
+        env=service_env(redis_url, port, PROCTOR_API_TOKENS="s3cret,other"),
+        cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, process, 30, path="/healthz")
+        yield url
+    finally:
+        stop(process)
+
+
+def test_auth_is_enforced_when_tokens_are_configured(api_with_tokens: str) -> None:
+    url = f"{api_with_tokens}/v1/episodes/ep_x"
+    assert httpx.get(url).status_code == 401
+    assert httpx.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert httpx.get(url, headers={"Authorization": "Bearer s3cret"}).status_code == 404
+    assert httpx.get(url, headers={"Authorization": "Bearer other"}).status_code == 404
+    assert httpx.get(f"{api_with_tokens}/healthz").status_code == 200
+
+
+def test_no_auth_in_the_local_default(http: httpx.Client) -> None:
+    assert http.get("/v1/episodes/ep_x").status_code == 404
+
+
+
