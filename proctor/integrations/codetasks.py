@@ -49,14 +49,13 @@ __all__ = [
     "CodeTaskOptions",
     "GroundTruthError",
     "Outcome",
+    "case_counts",
     "episode_for",
     "extract_code",
     "load_catalog",
     "resolve_label",
     "run_episodes",
     "run_episodes_async",
-    "score_of",
-    "test_counts",
 ]
 
 SOLUTION_PATH = "solution.py"
@@ -312,18 +311,11 @@ def resolve_label(label: Any, catalog: Mapping[str, Any] | None = None) -> Any:
 Outcome = EpisodeResult | ProctorError
 
 
-def score_of(result: EpisodeResult) -> float | None:
-    """The reward, or None when our infrastructure failed (the sample should be dropped)."""
-    return result.reward
-
-
-def test_counts(result: EpisodeResult) -> tuple[int, int]:
+def case_counts(result: EpisodeResult) -> tuple[int, int]:
     """(passed, total) over the cases that ran."""
     counted = [t for t in result.tests if t.outcome is not TestOutcome.skipped]
     return sum(t.outcome is TestOutcome.passed for t in counted), len(counted)
 
-
-test_counts.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
 # ---------------------------------------------------------------------------- running many

@@ -42,11 +42,11 @@ from proctor.integrations.codetasks import (
     CodeTaskOptions,
     GroundTruthError,
     Outcome,
+    case_counts,
     episode_for,
     extract_code,
     run_episodes,
     run_episodes_async,
-    test_counts,
 )
 from proctor.models import (
     Action,
@@ -129,7 +129,7 @@ def _episode(
 def _row(outcome: Outcome | GroundTruthError, config: _Config) -> dict[str, Any]:
     """One sample's dict: the same keys and types whatever happened."""
     if isinstance(outcome, EpisodeResult) and outcome.reward is not None:
-        passed, total = test_counts(outcome)
+        passed, total = case_counts(outcome)
         return {
             "score": float(outcome.reward), "acc": float(bool(outcome.passed)),
             "verdict": str(outcome.verdict or ""), "tests_passed": passed, "tests_total": total,

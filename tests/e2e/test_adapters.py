@@ -11,9 +11,15 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
+import redis
 
 from proctor.integrations import verl
+from proctor.models import EpisodeCreate, EpisodeStatus, Verdict
+from service.deps import Resources
+from service.routes.sandboxfusion import end_at_deadline
+from service.store import EpisodeStore, new_episode_id
 from tests.conftest import REPO_ROOT
+from tests.e2e.helpers import episode
 
 ADD = json.dumps({"inputs": ["1 2\n", "10 -3\n"], "outputs": ["3\n", "7\n"]})
 ADD_RIGHT = "a, b = map(int, input().split())\nprint(a + b)\n"
@@ -102,8 +108,32 @@ def test_openrlhf_gets_its_answer_before_its_deadline(http: httpx.Client) -> Non
     body = response.json()
     assert elapsed < 6 + 1
     assert body["rewards"] == [0.0]
-    assert body["extra_logs"]["timeout"] == [1.0]  # the sandbox's limit, cut to fit
+    assert body["extra_logs"]["timeout"] == [1.0]
     assert body["proctor"][0]["verdict"] == "timeout"
+
+
+@pytest.mark.parametrize(("status", "verdict", "reward"), [
+    (EpisodeStatus.running, Verdict.timeout, 0.0),  # it ran out of the trainer's time
+    (EpisodeStatus.queued, Verdict.infra_error, None),  # it never got a sandbox: our failure
+])
+def test_an_episode_past_the_deadline_is_ended_for_good(
+    redis_client: redis.Redis, status: EpisodeStatus, verdict: Verdict, reward: float | None
+) -> None:
+    store = EpisodeStore(redis_client)
+    resources = Resources(settings=None, redis=redis_client, aredis=None, store=store,  # type: ignore[arg-type]
+                          queue=None, events=None)  # type: ignore[arg-type]
+    episode_id = new_episode_id()
+    pipe = redis_client.pipeline()
+    store.add(pipe, episode_id, EpisodeCreate.model_validate(episode("print(1)")))
+    pipe.execute()
+    if status is not EpisodeStatus.queued:
+        store.advance(episode_id, status)
+    ended = end_at_deadline(resources, episode_id)
+    assert (ended.verdict, ended.reward, ended.status.terminal) == (verdict, reward, True)
+    record = store.get(episode_id)
+    assert record is not None and record.result == ended  # a late worker result is refused
+    assert store.cancel_requested(episode_id)  # and the worker is told to stop
+    assert end_at_deadline(resources, episode_id) == ended
 
 
 @pytest.mark.parametrize(("script", "expected"), [
