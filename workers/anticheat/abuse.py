@@ -2,21 +2,37 @@
 and evasion (what could not be parsed, payloads decoded or only known at runtime).
 """
 
+# ruff: noqa: SIM905 -- tables of names read best as one whitespace-separated string
+
 from __future__ import annotations
 
 import re
 
+from workers.anticheat.commands import Command
 from workers.anticheat.context import Ctx
-from workers.anticheat.shell import Command
 
-__all__ = ["busy_loop", "cpu_burn", "decoded_exec", "destructive", "disk_fill",
-           "dynamic_exec", "fork_bomb", "long_sleep", "memory_bomb", "spawn_loop",
-           "unparseable"]
+__all__ = [
+    "busy_loop",
+    "cpu_burn",
+    "decoded_exec",
+    "destructive",
+    "disk_fill",
+    "dynamic_exec",
+    "fork_bomb",
+    "long_sleep",
+    "memory_bomb",
+    "spawn_loop",
+    "unparseable",
+]
 
 _GIB = 1 << 30
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtTpP]?)(i?[bB])?$")
-_MINERS = frozenset({"xmrig", "minerd", "cpuminer", "ethminer", "t-rex", "nbminer", "cgminer",
-                     "bfgminer", "nanominer", "lolminer", "phoenixminer", "xmr-stak"})
+_MINERS = frozenset(
+    (
+        "xmrig minerd cpuminer ethminer t-rex nbminer cgminer bfgminer nanominer lolminer "
+        "phoenixminer xmr-stak"
+    ).split()
+)
 _STRESS = frozenset({"stress", "stress-ng", "stressapptest", "burnP6", "cpuburn"})
 
 
@@ -40,8 +56,9 @@ def fork_bomb(ctx: Ctx) -> str | None:
             return f"{src.origin}: {src.facts.fork_loops[0]}"
     if script is not None:
         for lang, code in script.foreign:
-            if re.search(r"\bfork\b[^;]*\b(while|until|for)\b|\b(while|until|for)\b[^;]*\bfork\b",
-                         code):
+            if re.search(
+                r"\bfork\b[^;]*\b(while|until|for)\b|\b(while|until|for)\b[^;]*\bfork\b", code
+            ):
                 return f"`{lang}` forks in a loop"
     return None
 
@@ -51,7 +68,7 @@ def spawn_loop(ctx: Ctx) -> str | None:
     if script is None:
         return None
     for loop in script.loops:
-        if loop.spawns and (loop.infinite and not loop.exits or (loop.iterations or 0) >= 500):
+        if loop.spawns and ((loop.infinite and not loop.exits) or (loop.iterations or 0) >= 500):
             return "a loop starts background jobs without bound"
     return None
 
@@ -73,24 +90,30 @@ def disk_fill(ctx: Ctx) -> str | None:
         texts = c.texts()
         if c.name == "dd":
             opts = dict(t.split("=", 1) for t in texts if "=" in t)
-            if opts.get("if", "").startswith(("/dev/zero", "/dev/urandom", "/dev/random")) and \
-                    opts.get("of", "/dev/null") != "/dev/null":
+            if (
+                opts.get("if", "").startswith(("/dev/zero", "/dev/urandom", "/dev/random"))
+                and opts.get("of", "/dev/null") != "/dev/null"
+            ):
                 bs, count = _size(opts.get("bs", "512")), _size(opts.get("count", "inf"))
                 if count is None or bs is None or bs * count >= _GIB:
-                    return f"`dd` writes {opts.get('count', 'endless')} blocks of " \
-                           f"{opts.get('bs', '512')} to {opts.get('of')}"
+                    return (
+                        f"`dd` writes {opts.get('count', 'endless')} blocks of "
+                        f"{opts.get('bs', '512')} to {opts.get('of')}"
+                    )
         if c.name == "fallocate":
             for i, t in enumerate(texts):
                 if t in ("-l", "--length") and i + 1 < len(texts):
                     size = _size(texts[i + 1])
                     if size is not None and size >= 4 * _GIB:
                         return f"`fallocate -l {texts[i + 1]}` fills the disk"
-        if c.name in ("cat", "yes", "head", "pv") and any(
-                r.op in (">", ">>", "&>") and r.target.text not in ("/dev/null",)
-                for r in c.redirects):
-            if c.name == "yes" or any(t in ("/dev/zero", "/dev/urandom") for t in texts) and \
-                    not _bounded_head(c):
-                return f"`{c.name}` writes without end into a file"
+        into_file = any(
+            r.op in (">", ">>", "&>") and r.target.text != "/dev/null" for r in c.redirects
+        )
+        endless = c.name == "yes" or (
+            any(t in ("/dev/zero", "/dev/urandom") for t in texts) and not _bounded_head(c)
+        )
+        if c.name in ("cat", "yes", "head", "pv") and into_file and endless:
+            return f"`{c.name}` writes without end into a file"
     return None
 
 
@@ -118,14 +141,19 @@ def cpu_burn(ctx: Ctx) -> str | None:
         if c.name in _MINERS or c.name in _STRESS:
             return f"`{c.name}` burns the sandbox's CPU"
         texts = c.texts()
-        if c.name == "yes" and (c.background or any(
-                r.target.text == "/dev/null" for r in c.redirects)):
+        if c.name == "yes" and (
+            c.background or any(r.target.text == "/dev/null" for r in c.redirects)
+        ):
             return "`yes` spins on the CPU"
-        if c.name in ("md5sum", "sha256sum", "sha1sum", "gzip", "bzip2", "xz") and \
-                any(t in ("/dev/zero", "/dev/urandom") for t in texts):
+        if c.name in ("md5sum", "sha256sum", "sha1sum", "gzip", "bzip2", "xz") and any(
+            t in ("/dev/zero", "/dev/urandom") for t in texts
+        ):
             return f"`{c.name}` over an endless device spins on the CPU"
-        if c.name == "cat" and any(t in ("/dev/zero", "/dev/urandom") for t in texts) and \
-                any(r.target.text == "/dev/null" for r in c.redirects):
+        if (
+            c.name == "cat"
+            and any(t in ("/dev/zero", "/dev/urandom") for t in texts)
+            and any(r.target.text == "/dev/null" for r in c.redirects)
+        ):
             return "`cat` of an endless device spins on the CPU"
     return None
 
@@ -140,8 +168,10 @@ def long_sleep(ctx: Ctx) -> str | None:
                     return "`sleep infinity` holds the sandbox"
                 m = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", t)
                 if m:
-                    total += float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600,
-                                                  "d": 86400}[m.group(2)]
+                    total += (
+                        float(m.group(1))
+                        * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+                    )
             if total >= 3600:
                 return f"`sleep {' '.join(texts)}` holds the sandbox for an hour or more"
         if c.name == "tail" and "-f" in texts and "/dev/null" in texts:
@@ -154,24 +184,37 @@ def destructive(ctx: Ctx) -> str | None:
         texts = c.texts()
         if c.name == "rm" and any("r" in t.lstrip("-") for t in texts if t.startswith("-")):
             targets = [t for t in texts if not t.startswith("-")]
-            if any(t.rstrip("/*") in ("", "~", "/home", "/usr", "/etc", "/bin", "/lib", "/var",
-                                      "/root") and t.startswith(("/", "~")) for t in targets) \
-                    or "--no-preserve-root" in texts:
+            if (
+                any(
+                    t.rstrip("/*")
+                    in ("", "~", "/home", "/usr", "/etc", "/bin", "/lib", "/var", "/root")
+                    and t.startswith(("/", "~"))
+                    for t in targets
+                )
+                or "--no-preserve-root" in texts
+            ):
                 return f"`rm {' '.join(texts)}` destroys the system"
         if c.name in ("mkfs", "mke2fs", "wipefs") or c.name.startswith("mkfs."):
             return f"`{c.name}` formats a device"
-        if c.name in ("shutdown", "reboot", "halt", "poweroff") or \
-                c.name in ("init", "telinit") and texts[:1] in (["0"], ["6"]):
+        if c.name in ("shutdown", "reboot", "halt", "poweroff") or (
+            c.name in ("init", "telinit") and texts[:1] in (["0"], ["6"])
+        ):
             return f"`{c.name}` stops the machine"
-        if c.name == "kill" and any(t in ("-1", "1") for t in texts if t != "-9") and \
-                ("-1" in texts[-1:] or "1" in texts[-1:]):
+        if (
+            c.name == "kill"
+            and any(t in ("-1", "1") for t in texts if t != "-9")
+            and ("-1" in texts[-1:] or "1" in texts[-1:])
+        ):
             return f"`kill {' '.join(texts)}` kills every process (or init)"
-        if c.name in ("killall", "pkill") and any(re.search(
-                r"python|pytest|proctor|grader|init|dockerd|containerd", t)
-                for t in texts if not t.startswith("-")):
+        if c.name in ("killall", "pkill") and any(
+            re.search(r"python|pytest|proctor|grader|init|dockerd|containerd", t)
+            for t in texts
+            if not t.startswith("-")
+        ):
             return f"`{c.name}` kills processes it did not start"
-        if c.name == "dd" and any(t.startswith("of=/dev/") and t not in ("of=/dev/null",)
-                                  for t in texts):
+        if c.name == "dd" and any(
+            t.startswith("of=/dev/") and t not in ("of=/dev/null",) for t in texts
+        ):
             return "`dd` overwrites a device"
     return None
 
@@ -190,8 +233,11 @@ def unparseable(ctx: Ctx) -> str | None:
             return f"{src.origin}: {err}"
         # code that does not parse does not run either — unless the shell was meant to
         # fill it in first ($VAR in an unquoted heredoc) and we saw the template
-        if src.executed and "does not parse" in err and ("$" in src.origin or "stdin" in
-                                                          src.origin):
+        if (
+            src.executed
+            and "does not parse" in err
+            and ("$" in src.origin or "stdin" in src.origin)
+        ):
             return f"{src.origin}: {err}"
     return None
 
@@ -212,7 +258,7 @@ def dynamic_exec(ctx: Ctx) -> str | None:
         return script.dynamic_exec[0]
     for src in ctx.facts.python:
         if src.executed:
-            for text, static, how in src.facts.shell:
+            for _text, static, how in src.facts.shell:
                 if not static:
                     return f"{src.origin}: runs a command only known at runtime ({how[:60]})"
     return None

@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from workers.anticheat.shell import Command
+    from workers.anticheat.commands import Command
 
 __all__ = ["DECODERS", "ansi_c", "range_size", "static_output"]
 
@@ -155,7 +155,8 @@ def _printf_once(fmt: str, args: list[str]) -> tuple[str, int]:
 
 def _tr_set(spec: str) -> str:
     spec = ansi_c(spec)
-    out, i = [], 0
+    out: list[str] = []
+    i = 0
     while i < len(spec):
         if i + 2 < len(spec) and spec[i + 1] == "-":
             a, b = ord(spec[i]), ord(spec[i + 2])

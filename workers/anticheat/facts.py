@@ -12,90 +12,22 @@ import posixpath
 from dataclasses import dataclass, field
 
 from proctor.models import BashAction, ReadFileAction, WriteFileAction
-from workers.anticheat import decode
+from workers.anticheat.commands import Command, Script
+from workers.anticheat.effects import (
+    Effects,
+    FileOp,
+    GitCall,
+    NetOp,
+    PkgOp,
+    command_effects,
+    norm_path,
+)
 from workers.anticheat.pycode import PyFacts, analyze_python
-from workers.anticheat.shell import Command, Script, Word, parse_script
+from workers.anticheat.shell import parse_script
 
 __all__ = ["Facts", "FileOp", "GitCall", "NetOp", "PkgOp", "PySource", "analyze", "norm_path"]
 
 Action = BashAction | WriteFileAction | ReadFileAction
-
-_PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk",
-                            "sed", "jq", "yq", "perl"})
-_READERS = frozenset({"cat", "tac", "head", "tail", "less", "more", "most", "bat", "batcat", "nl",
-                      "od", "xxd", "hexdump", "strings", "base64", "zcat", "bzcat", "xzcat",
-                      "zless", "wc", "sort", "uniq", "cut", "paste", "diff", "cmp", "comm",
-                      "md5sum", "sha1sum", "sha256sum", "file", "source", ".", "vim", "vi",
-                      "view", "nano", "emacs", "pygmentize", "iconv", "column", "fold", "fmt",
-                      "unzip", "zipinfo", "readelf", "objdump", "python-read", "cp", "rsync",
-                      "tar", "zip", "gzip", "gunzip", "split", "csplit", "shuf", "look", "tr",
-                      "expand", "pr", "sqlite3", "openssl", "gpg", "cksum", "sum", "b2sum"})
-_LISTERS = frozenset({"ls", "find", "tree", "du", "stat", "fd", "fdfind", "locate", "mlocate",
-                      "plocate", "dir", "exa", "eza", "lsattr", "realpath", "readlink", "test"})
-_DELETERS = frozenset({"rm", "unlink", "shred", "rmdir", "srm", "wipe"})
-_MODIFIERS = frozenset({"chmod", "chown", "chgrp", "chattr", "setfacl", "truncate", "ed", "ex",
-                        "patch"})
-_VALUE_OPTS = {  # options that take a separate value, per command (so it is not a path)
-    "grep": "-e -f -m -A -B -C --include --exclude --exclude-dir --color -d -D",
-    "rg": "-e -f -g -t -T -m -A -B -C --glob --type --max-count",
-    "head": "-n -c", "tail": "-n -c -s --pid", "sort": "-k -t -o -S -T", "cut": "-d -f -c -b",
-    "find": "", "sed": "-e -f -l", "awk": "-f -v -F", "ls": "-I --ignore -w -T",
-    "tar": "-f -C -T -X --exclude", "cp": "-t -S", "mv": "-t -S", "diff": "-x -X -I -L",
-    "tree": "-L -I -P -o", "du": "-d --max-depth --exclude", "xxd": "-l -s -c -g",
-    "od": "-j -N -t -A", "curl": "-o -H -d -X -u -A -e -x -F -T -w -b -c -K -m -r -E -Y -y -z "
-    "--output --header --data --data-raw --data-binary --data-urlencode --request --user "
-    "--user-agent --referer --proxy --form --upload-file --write-out --cookie --cookie-jar "
-    "--config --max-time --connect-timeout --retry --retry-delay --range --cert --key --cacert "
-    "--resolve --connect-to --unix-socket --interface --limit-rate --output-dir --json",
-    "wget": "-O -o -a -P -t -T -w -U -e -i -B --output-document --output-file --directory-prefix "
-    "--tries --timeout --wait --user-agent --header --post-data --post-file --user --password",
-    "nc": "-p -s -w -i -q -X -x", "ncat": "-p -s -w -i", "ssh": "-p -i -l -o -F -J -L -R -D",
-    "scp": "-P -i -o -F -l", "git": "", "tee": "", "chmod": "", "unzip": "-d -x",
-}
-_VALUE_OPTS_SPLIT = {k: frozenset(v.split()) for k, v in _VALUE_OPTS.items()}
-_FETCHERS = frozenset({"curl", "wget", "http", "https", "httpie", "xh", "aria2c", "lynx", "w3m",
-                       "links", "elinks", "fetch", "axel", "curlie"})
-_SOCKETS = frozenset({"nc", "ncat", "netcat", "telnet", "socat", "ssh", "scp", "sftp", "ftp",
-                      "rsync", "openssl-s_client"})
-_PIP = frozenset({"pip", "pip3", "pipx", "easy_install", "uv", "poetry", "pipenv", "conda",
-                  "mamba", "micromamba", "npm", "yarn", "pnpm", "gem", "cargo", "go", "pdm"})
-_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
-                               "--exec-path", "--config-env"})
-
-
-@dataclass(frozen=True, slots=True)
-class FileOp:
-    kind: str  # read | list | search | write | append | modify | delete
-    path: str  # normalised; may hold globs; '' when not static
-    static: bool
-    via: str  # what does it, for the evidence
-    content: str | None = None  # for write/append, when known
-    pattern: str = ""  # for search: the names being looked for
-    protected_ok: bool = False  # a write the agent may do to a protected path (new file)
-
-
-@dataclass(frozen=True, slots=True)
-class NetOp:
-    tool: str
-    target: str  # a URL, host or address; '' when not static
-    via: str
-
-
-@dataclass(frozen=True, slots=True)
-class PkgOp:
-    manager: str
-    verb: str  # install | download | index | wheel | add | info
-    specs: tuple[str, ...]
-    upgrade: bool
-    via: str
-    index: bool = True  # talks to a package index (not --no-index)
-
-
-@dataclass(frozen=True, slots=True)
-class GitCall:
-    sub: str
-    args: tuple[Word, ...]
-    via: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,40 +39,32 @@ class PySource:
 
 
 @dataclass(slots=True)
-class Facts:
-    kind: str
+class Facts(Effects):
+    """Everything the rules know about one action."""
+
+    kind: str = "bash"  # bash | write | read
     script: Script | None = None
     commands: list[Command] = field(default_factory=list)
-    files: list[FileOp] = field(default_factory=list)
-    net: list[NetOp] = field(default_factory=list)
-    pkgs: list[PkgOp] = field(default_factory=list)
-    git: list[GitCall] = field(default_factory=list)
     python: list[PySource] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
-def norm_path(path: str, cwd: str | None = "") -> str:
-    if not path:
-        return ""
-    if not path.startswith(("/", "~")) and cwd:
-        path = posixpath.join(cwd, path)
-    path = posixpath.normpath(path)
-    return "" if path == "." else path.removeprefix("./")
-
-
 def analyze(action: Action) -> Facts:
     if isinstance(action, BashAction):
-        facts = Facts("bash")
+        facts = Facts(kind="bash")
         _bash(facts, action.command, depth=0)
         return facts
     if isinstance(action, WriteFileAction):
-        facts = Facts("write")
+        facts = Facts(kind="write")
         path = norm_path(action.path)
-        facts.files.append(FileOp("write", path, True, f"write_file {action.path}",
-                                  action.content, protected_ok=True))
+        facts.files.append(
+            FileOp(
+                "write", path, True, f"write_file {action.path}", action.content, protected_ok=True
+            )
+        )
         _written_code(facts, path, action.content, 0)
         return facts
-    facts = Facts("read")
+    facts = Facts(kind="read")
     facts.files.append(FileOp("read", norm_path(action.path), True, f"read_file {action.path}"))
     return facts
 
@@ -159,7 +83,7 @@ def _bash(facts: Facts, command: str, depth: int) -> None:
     files_before = len(facts.files)
     for cmd in script.commands:
         facts.commands.append(cmd)
-        _command(facts, cmd)
+        command_effects(facts, cmd)
     for code, origin in script.python:
         _add_python(facts, PySource(analyze_python(code), origin, True), depth)
     for op in facts.files[files_before:]:  # `cat > conftest.py <<EOF` is a write_file too
@@ -178,303 +102,26 @@ def _add_python(facts: Facts, src: PySource, depth: int) -> None:
 
 def _written_code(facts: Facts, path: str, content: str, depth: int) -> None:
     """A file written now runs later: screen Python and shell scripts as they are written."""
-    if path.endswith((".py", ".pyw", ".pth")) or posixpath.basename(path) in (
-            "sitecustomize", "conftest") or content.startswith("#!") and "python" in \
-            content.split("\n", 1)[0]:
+    if (
+        path.endswith((".py", ".pyw", ".pth"))
+        or posixpath.basename(path) in ("sitecustomize", "conftest")
+        or (content.startswith("#!") and "python" in content.split("\n", 1)[0])
+    ):
         _add_python(facts, PySource(analyze_python(content), path, False, path), depth)
-    elif depth < 2 and (path.endswith((".sh", ".bash")) or content.startswith(("#!/bin/sh",
-                                                                               "#!/bin/bash",
-                                                                               "#!/usr/bin/env bash",
-                                                                               "#!/usr/bin/env sh"))):
+    elif depth < 2 and (
+        path.endswith((".sh", ".bash"))
+        or content.startswith(
+            ("#!/bin/sh", "#!/bin/bash", "#!/usr/bin/env bash", "#!/usr/bin/env sh")
+        )
+    ):
         _bash(facts, content, depth + 1)
 
 
 def _python_effects(facts: Facts, src: PySource) -> None:
     for kind, path, how in src.facts.files:
-        facts.files.append(FileOp(kind, norm_path(path) if path else "", path is not None,
-                                  f"{src.origin}: {how}"))
+        facts.files.append(
+            FileOp(kind, norm_path(path) if path else "", path is not None, f"{src.origin}: {how}")
+        )
     for api, targets, _dynamic, how in src.facts.network:
         for t in targets or src.facts.urls or [""]:
             facts.net.append(NetOp(f"python:{api}", t, f"{src.origin}: {how}"))
-
-
-def _command(facts: Facts, cmd: Command) -> None:
-    name, args = cmd.name, cmd.args
-    via = " ".join(w.text for w in cmd.argv)[:200]
-    cwd = cmd.cwd
-
-    def op(kind: str, w: Word, content: str | None = None, pattern: str = "") -> None:
-        facts.files.append(FileOp(kind, norm_path(w.text, cwd) if w.static else w.text,
-                                  w.static, via, content, pattern))
-
-    for r in cmd.redirects:
-        _redirect(facts, cmd, r, via)
-    operands = _operands(name, args)
-    if cmd.xargs_from is not None:  # `… | xargs rm`, `find … -exec rm {} +`
-        upstream = _operands(cmd.xargs_from.name, cmd.xargs_from.args)
-        operands = [w for w in operands if w.text != "{}"] + [
-            Word(w.text, False) for w in upstream[:4]]
-        for w in upstream[:4]:
-            facts.files.append(FileOp(_kind_of(name, args), norm_path(w.text, cwd), False,
-                                      via + f" (files from {cmd.xargs_from.name})"))
-    if name in _PATTERN_FIRST:
-        opts = {w.text for w in args}
-        if name == "sed" and any(t.startswith("-i") or t == "--in-place" for t in opts):
-            kind = "modify"
-        elif name == "perl" and any(t.startswith("-i") or t.startswith("-pi") for t in opts):
-            kind = "modify"
-        elif name == "perl":
-            return
-        else:
-            kind = "search" if any(t in ("-r", "-R", "-rn", "-rl", "-ri", "-rni", "-rin",
-                                         "--recursive") or t.startswith("-r") and name == "grep"
-                                   for t in opts) or name in ("rg", "ag", "ack") else "read"
-        has_script_opt = any(w.text in ("-e", "-f", "--regexp", "--file") for w in args)
-        files = operands if has_script_opt else operands[1:]
-        pattern = operands[0].text if operands and not has_script_opt else ""
-        for w in files or ([Word(".")] if kind == "search" else []):
-            op(kind, w, pattern=pattern if kind != "modify" else "")
-        if kind == "modify" and operands and not has_script_opt:
-            facts.files[-1:] = [FileOp(f.kind, f.path, f.static, f.via, operands[0].text)
-                                for f in facts.files[-1:]]
-        return
-    if name in _READERS:
-        if name in ("cp", "rsync") and len(operands) >= 2:
-            for w in operands[:-1]:
-                op("read", w)
-            op("write", operands[-1])
-        elif name == "tar" and not any("x" in w.text.lstrip("-") for w in args[:1]):
-            for w in operands:
-                op("read", w)
-        else:
-            for w in operands:
-                op("read", w)
-        return
-    if name in _LISTERS:
-        if name == "find":
-            _find(facts, cmd, via)
-        elif name in ("locate", "mlocate", "plocate"):
-            for w in operands:
-                facts.files.append(FileOp("search", "/", True, via, pattern=w.text))
-        else:
-            recursive = any(w.text.startswith("-") and "R" in w.text for w in args) or \
-                name == "tree"
-            for w in operands or [Word(".")]:
-                op("search" if recursive else "list", w)
-        return
-    if name in _DELETERS:
-        for w in operands:
-            op("delete", w)
-        return
-    if name in ("mv", "install", "ln", "tee", "dd"):
-        if name == "mv":
-            for w in operands[:-1]:
-                op("delete", w)
-            if operands:
-                op("write", operands[-1])
-        elif name == "tee":
-            content = cmd.stdin
-            for w in operands:
-                op("append" if any(a.text in ("-a", "--append") for a in args) else "write", w,
-                   content)
-        elif name == "dd":
-            for w in args:
-                if w.text.startswith("of="):
-                    op("write", Word(w.text[3:], w.static))
-                elif w.text.startswith("if="):
-                    op("read", Word(w.text[3:], w.static))
-        elif operands:
-            if name == "install" or name == "ln":
-                for w in operands[:-1]:
-                    op("read", w)
-            op("write", operands[-1])
-        return
-    if name in _MODIFIERS:
-        skip_first = name in ("chmod", "chown", "chgrp", "setfacl", "chattr")
-        for w in operands[1:] if skip_first else operands:
-            op("modify", w, content=operands[0].text if skip_first and operands else None)
-        return
-    if name == "git":
-        _git(facts, cmd, via)
-        return
-    if name in _FETCHERS or name in _SOCKETS:
-        _fetch(facts, cmd, operands, via)
-        if name in ("curl", "wget"):
-            for i, w in enumerate(args):
-                if w.text in ("-o", "--output", "-O", "--output-document") and i + 1 < len(args):
-                    if not (name == "curl" and w.text == "-O"):
-                        op("write", args[i + 1])
-        return
-    if name in ("gh", "hub", "glab"):
-        facts.net.append(NetOp(name, "github.com" if name != "glab" else "gitlab.com", via))
-        return
-    if name in _PIP or name.startswith("pip") or name.startswith("python") and len(args) > 1 \
-            and args[0].text == "-m" and args[1].text.startswith(("pip", "uv", "ensurepip")):
-        _packages(facts, cmd, via)
-
-
-def _kind_of(name: str, args: list[Word]) -> str:
-    if name in _DELETERS:
-        return "delete"
-    if name == "sed" and any(w.text.startswith("-i") for w in args) or name in _MODIFIERS:
-        return "modify"
-    return "read" if name in _READERS or name in _PATTERN_FIRST else "list"
-
-
-def _redirect(facts: Facts, cmd: Command, r: object, via: str) -> None:
-    from workers.anticheat.shell import Redirect
-
-    assert isinstance(r, Redirect)
-    target = r.target.text
-    if target.startswith(("/dev/tcp/", "/dev/udp/")):
-        parts = target.split("/")
-        facts.net.append(NetOp("bash /dev/tcp", parts[3] if len(parts) > 3 else "", via))
-        return
-    if target in ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/zero") or \
-            target.startswith("&") or target.isdigit():
-        return
-    path = norm_path(target, cmd.cwd) if r.target.static else target
-    if "<" in r.op and ">" not in r.op:
-        facts.files.append(FileOp("read", path, r.target.static, via + f" < {target}"))
-        return
-    content = decode.static_output(cmd)
-    kind = "append" if ">>" in r.op else "write"
-    facts.files.append(FileOp(kind, path, r.target.static, via + f" {r.op} {target}", content))
-
-
-def _operands(name: str, args: list[Word]) -> list[Word]:
-    """Non-option words, skipping the values of options that take one."""
-    value_opts = _VALUE_OPTS_SPLIT.get(name, frozenset())
-    out: list[Word] = []
-    skip, ended = False, False
-    for w in args:
-        t = w.text
-        if skip:
-            skip = False
-            continue
-        if ended or not t.startswith("-") or t == "-":
-            out.append(w)
-        elif t == "--":
-            ended = True
-        elif t in value_opts:
-            skip = True
-    return out
-
-
-def _find(facts: Facts, cmd: Command, via: str) -> None:
-    roots: list[Word] = []
-    patterns: list[str] = []
-    texts = [w.text for w in cmd.args]
-    i = 0
-    while i < len(texts) and not texts[i].startswith(("-", "(", "!")):
-        roots.append(cmd.args[i])
-        i += 1
-    delete = False
-    while i < len(texts):
-        t = texts[i]
-        if t in ("-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-wholename",
-                 "-lname") and i + 1 < len(texts):
-            patterns.append(texts[i + 1])
-            i += 1
-        elif t == "-delete":
-            delete = True
-        i += 1
-    for r in roots or [Word(".")]:
-        path = norm_path(r.text, cmd.cwd) if r.static else ""
-        facts.files.append(FileOp("search", path or ("/" if r.text == "/" else ""), r.static,
-                                  via, pattern=" ".join(patterns)))
-        if delete:
-            facts.files.append(FileOp("delete", path, r.static, via))
-
-
-def _git(facts: Facts, cmd: Command, via: str) -> None:
-    args = list(cmd.args)
-    while args and args[0].text.startswith("-"):
-        t = args[0].text
-        args = args[2:] if t in _GIT_GLOBAL_VALUE else args[1:]
-    if not args:
-        return
-    sub, rest = args[0].text, tuple(args[1:])
-    facts.git.append(GitCall(sub, rest, via))
-    ops = [w for w in rest if not w.text.startswith("-")]
-    if sub == "rm":
-        for w in ops:
-            facts.files.append(FileOp("delete", norm_path(w.text, cmd.cwd), w.static, via))
-    elif sub in ("clone", "fetch", "pull", "ls-remote", "submodule", "remote", "archive"):
-        targets = [w.text for w in ops if w.static]
-        if sub in ("remote", "submodule") and not any(t in ("add", "update", "set-url")
-                                                      for t in targets[:1]):
-            return
-        if sub == "archive" and not any(w.text.startswith("--remote") for w in rest):
-            return
-        for t in targets[1:] if sub in ("remote", "submodule") else targets[:1] or [""]:
-            facts.net.append(NetOp(f"git {sub}", t, via))
-    elif sub == "apply" or sub == "am":
-        pass
-
-
-def _fetch(facts: Facts, cmd: Command, operands: list[Word], via: str) -> None:
-    name = cmd.name
-    targets: list[str] = []
-    for i, w in enumerate(cmd.args):
-        if w.text in ("--url", "--connect-to", "--resolve") and i + 1 < len(cmd.args):
-            targets.append(cmd.args[i + 1].text)
-    if name in ("socat",):
-        targets += [w.text.split(":", 2)[1] for w in operands
-                    if w.text.upper().startswith(("TCP", "SSL", "OPENSSL", "UDP")) and
-                    w.text.count(":") >= 1]
-    elif name in ("ssh", "scp", "sftp", "rsync"):
-        targets += [w.text.split("@")[-1].split(":")[0] for w in operands
-                    if "@" in w.text or ":" in w.text or name == "ssh"][:1]
-    elif name in ("nc", "ncat", "netcat", "telnet", "ftp"):
-        targets += [w.text for w in operands[:1]]
-    else:
-        targets += [w.text if w.static else "" for w in operands if not w.text.startswith("@")]
-    for t in targets or [""]:
-        facts.net.append(NetOp(name, t, via))
-
-
-def _packages(facts: Facts, cmd: Command, via: str) -> None:
-    args = [w.text for w in cmd.args]
-    manager = cmd.name
-    if manager.startswith("python"):
-        manager, args = args[1], args[2:]
-    if manager in ("uv", "pipx", "pdm") and args[:1] == ["pip"]:
-        manager, args = f"{manager} pip", args[1:]
-    if not args:
-        return
-    verb = args[0]
-    verbs = {"install": "install", "i": "install", "add": "install", "download": "download",
-             "wheel": "download", "index": "index", "search": "index", "view": "index",
-             "info": "index", "show": "local", "get": "install", "update": "upgrade",
-             "upgrade": "upgrade", "sync": "install", "inject": "install"}
-    kind = verbs.get(verb)
-    if kind is None or kind == "local":
-        return
-    specs: list[str] = []
-    upgrade = kind == "upgrade"
-    index = True
-    skip = False
-    for t in args[1:]:
-        if skip:
-            skip = False
-            continue
-        if t in ("-U", "--upgrade", "--force-reinstall", "--pre", "-I", "--ignore-installed",
-                 "--latest", "--upgrade-strategy"):
-            upgrade = True
-        elif t == "--no-index" or t == "--offline":
-            index = False
-        elif t in ("-e", "--editable", "-r", "--requirement", "-c", "--constraint", "-t",
-                   "--target", "-d", "--dest", "-i", "--index-url", "--extra-index-url", "-f",
-                   "--find-links", "--python", "-p", "--prefix", "--root", "-n", "--name",
-                   "--platform", "--python-version", "--only-binary", "--no-binary", "--src",
-                   "--cache-dir", "--log", "--timeout", "--retries", "--trusted-host",
-                   "--progress-bar", "--report", "-C", "--config-settings", "--group", "-G"):
-            skip = True
-        elif t.startswith("-"):
-            continue
-        elif kind == "index" and t in ("versions",):
-            continue
-        else:
-            specs.append(t)
-    facts.pkgs.append(PkgOp(manager, kind, tuple(specs), upgrade, via, index))

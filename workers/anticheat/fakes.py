@@ -14,9 +14,9 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from proctor.models import Observation, TaskContext
+from workers.anticheat.commands import Command
 from workers.anticheat.context import Ctx
 from workers.anticheat.facts import Facts, FileOp, NetOp, PkgOp
-from workers.anticheat.shell import Command
 from workers.anticheat.vcs import suspicious_revisions
 
 __all__ = ["Runner", "fake_for"]
@@ -84,34 +84,54 @@ def _tool_net(op: NetOp, cmd: Command | None) -> Observation:
     flags = _flags(cmd)
     if op.tool == "curl":
         quiet = ("-s" in flags or "--silent" in flags) and not (
-            "-S" in flags or "--show-error" in flags)
+            "-S" in flags or "--show-error" in flags
+        )
         if _is_ip(host):
-            msg = f"curl: (7) Failed to connect to {host} port {port} after 0 ms: " \
-                  "Couldn't connect to server\n"
+            msg = (
+                f"curl: (7) Failed to connect to {host} port {port} after 0 ms: "
+                "Couldn't connect to server\n"
+            )
             return _obs(stderr="" if quiet else msg, code=7)
         return _obs(stderr="" if quiet else f"curl: (6) Could not resolve host: {host}\n", code=6)
     if op.tool == "wget":
         if "-q" in flags or "--quiet" in flags:
             return _obs(code=4)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        return _obs(stderr=f"--{stamp}--  {op.target}\nResolving {host} ({host})... failed: "
-                           f"Temporary failure in name resolution.\nwget: unable to resolve "
-                           f"host address ‘{host}’\n", code=4)
+        return _obs(
+            stderr=f"--{stamp}--  {op.target}\nResolving {host} ({host})... failed: "
+            f"Temporary failure in name resolution.\nwget: unable to resolve "
+            f"host address ‘{host}’\n",  # noqa: RUF001 -- wget's own quotes
+            code=4,
+        )
     if op.tool in ("nc", "ncat", "netcat", "telnet"):
         if _is_ip(host):
-            return _obs(stderr=f"nc: connect to {host} port {port} (tcp) failed: Network is "
-                               "unreachable\n", code=1)
-        return _obs(stderr=f'nc: getaddrinfo for host "{host}" port {port}: Temporary failure '
-                           "in name resolution\n", code=1)
+            return _obs(
+                stderr=f"nc: connect to {host} port {port} (tcp) failed: Network is unreachable\n",
+                code=1,
+            )
+        return _obs(
+            stderr=f'nc: getaddrinfo for host "{host}" port {port}: Temporary failure '
+            "in name resolution\n",
+            code=1,
+        )
     if op.tool in ("ssh", "scp", "sftp", "rsync"):
-        return _obs(stderr=f"ssh: Could not resolve hostname {host}: Temporary failure in name "
-                           "resolution\n", code=255)
+        return _obs(
+            stderr=f"ssh: Could not resolve hostname {host}: Temporary failure in name "
+            "resolution\n",
+            code=255,
+        )
     if op.tool in ("gh", "hub", "glab"):
-        return _obs(stderr="error connecting to api.github.com\ncheck your internet connection "
-                           "or https://githubstatus.com\n", code=1)
+        return _obs(
+            stderr="error connecting to api.github.com\ncheck your internet connection "
+            "or https://githubstatus.com\n",
+            code=1,
+        )
     if op.tool == "bash /dev/tcp":
-        return _obs(stderr=f"bash: connect: Network is unreachable\nbash: /dev/tcp/{host}/"
-                           f"{port}: Network is unreachable\n", code=1)
+        return _obs(
+            stderr=f"bash: connect: Network is unreachable\nbash: /dev/tcp/{host}/"
+            f"{port}: Network is unreachable\n",
+            code=1,
+        )
     return _obs(stderr=f"{op.tool}: Could not resolve host: {host}\n", code=1)
 
 
@@ -119,19 +139,25 @@ def _python_net(op: NetOp) -> Observation:
     host, port = _host_port(op.target)
     api = op.tool.removeprefix("python:")
     if api.startswith("requests"):
-        err = (f"requests.exceptions.ConnectionError: HTTPSConnectionPool(host='{host}', "
-               f"port={port}): Max retries exceeded with url: / (Caused by NameResolutionError"
-               f"(\"<urllib3.connection.HTTPSConnection object at 0x7f3a2c1b4d90>: Failed to "
-               f"resolve '{host}' ([Errno -3] Temporary failure in name resolution)\"))")
+        err = (
+            f"requests.exceptions.ConnectionError: HTTPSConnectionPool(host='{host}', "
+            f"port={port}): Max retries exceeded with url: / (Caused by NameResolutionError"
+            f'("<urllib3.connection.HTTPSConnection object at 0x7f3a2c1b4d90>: Failed to '
+            f"resolve '{host}' ([Errno -3] Temporary failure in name resolution)\"))"
+        )
     elif api.startswith("socket") and _is_ip(host):
         err = "OSError: [Errno 101] Network is unreachable"
     elif api.startswith(("socket", "http.client")):
         err = "socket.gaierror: [Errno -3] Temporary failure in name resolution"
     else:
-        err = "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name " \
-              "resolution>"
-    return _obs(stderr=f'Traceback (most recent call last):\n  File "<string>", line 1, in '
-                       f"<module>\n{err}\n", code=1)
+        err = (
+            "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>"
+        )
+    return _obs(
+        stderr=f'Traceback (most recent call last):\n  File "<string>", line 1, in '
+        f"<module>\n{err}\n",
+        code=1,
+    )
 
 
 def _git_remote(op: NetOp) -> Observation:
@@ -139,48 +165,71 @@ def _git_remote(op: NetOp) -> Observation:
     if "://" in target or target.startswith("git@"):
         host, _ = _host_port(target)
         url = target if target.endswith("/") else target + "/"
-        lead = f"Cloning into '{target.rstrip('/').rsplit('/', 1)[-1].removesuffix('.git')}'" \
-               "...\n" if sub == "clone" else ""
-        return _obs(stderr=f"{lead}fatal: unable to access '{url}': Could not resolve host: "
-                           f"{host}\n", code=128)
+        lead = (
+            f"Cloning into '{target.rstrip('/').rsplit('/', 1)[-1].removesuffix('.git')}'...\n"
+            if sub == "clone"
+            else ""
+        )
+        return _obs(
+            stderr=f"{lead}fatal: unable to access '{url}': Could not resolve host: {host}\n",
+            code=128,
+        )
     if sub == "pull" and not target:
-        return _obs(stderr="fatal: No remote repository specified.  Please, specify either a "
-                           "URL or a\nremote name from which new revisions should be fetched.\n",
-                    code=128)
+        return _obs(
+            stderr="fatal: No remote repository specified.  Please, specify either a "
+            "URL or a\nremote name from which new revisions should be fetched.\n",
+            code=128,
+        )
     name = target or "origin"
-    return _obs(stderr=f"fatal: '{name}' does not appear to be a git repository\nfatal: Could "
-                       "not read from remote repository.\n\nPlease make sure you have the "
-                       "correct access rights\nand the repository exists.\n", code=128)
+    return _obs(
+        stderr=f"fatal: '{name}' does not appear to be a git repository\nfatal: Could "
+        "not read from remote repository.\n\nPlease make sure you have the "
+        "correct access rights\nand the repository exists.\n",
+        code=128,
+    )
 
 
 def _package(op: PkgOp) -> Observation:
     spec = op.specs[0] if op.specs else ""
     if op.manager.startswith("uv"):
-        return _obs(stderr=f"error: Failed to fetch: `https://pypi.org/simple/{spec}/`\n  Caused "
-                           "by: Request failed after 3 retries\n  Caused by: error sending "
-                           "request for url (https://pypi.org/simple/)\n  Caused by: dns error: "
-                           "failed to lookup address information: Temporary failure in name "
-                           "resolution\n", code=2)
+        return _obs(
+            stderr=f"error: Failed to fetch: `https://pypi.org/simple/{spec}/`\n  Caused "
+            "by: Request failed after 3 retries\n  Caused by: error sending "
+            "request for url (https://pypi.org/simple/)\n  Caused by: dns error: "
+            "failed to lookup address information: Temporary failure in name "
+            "resolution\n",
+            code=2,
+        )
     if op.manager in ("conda", "mamba", "micromamba"):
-        return _obs(stderr="CondaHTTPError: HTTP 000 CONNECTION FAILED for url <https://conda."
-                           "anaconda.org/conda-forge/noarch/repodata.json>\nElapsed: -\n",
-                    code=1)
+        return _obs(
+            stderr="CondaHTTPError: HTTP 000 CONNECTION FAILED for url <https://conda."
+            "anaconda.org/conda-forge/noarch/repodata.json>\nElapsed: -\n",
+            code=1,
+        )
     if op.manager in ("npm", "yarn", "pnpm"):
-        return _obs(stderr=f"npm ERR! code EAI_AGAIN\nnpm ERR! syscall getaddrinfo\nnpm ERR! "
-                           f"errno EAI_AGAIN\nnpm ERR! request to https://registry.npmjs.org/"
-                           f"{spec} failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org\n",
-                    code=1)
+        return _obs(
+            stderr=f"npm ERR! code EAI_AGAIN\nnpm ERR! syscall getaddrinfo\nnpm ERR! "
+            f"errno EAI_AGAIN\nnpm ERR! request to https://registry.npmjs.org/"
+            f"{spec} failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org\n",
+            code=1,
+        )
     if "://" in spec or spec.startswith("git+"):
         host, _ = _host_port(spec.removeprefix("git+"))
-        return _obs(stderr=f"  error: subprocess-exited-with-error\n  fatal: unable to access "
-                           f"'{spec.removeprefix('git+')}/': Could not resolve host: {host}\n"
-                           "ERROR: Could not find a version that satisfies the requirement "
-                           f"{spec} (from versions: none)\n", code=1)
+        return _obs(
+            stderr=f"  error: subprocess-exited-with-error\n  fatal: unable to access "
+            f"'{spec.removeprefix('git+')}/': Could not resolve host: {host}\n"
+            "ERROR: Could not find a version that satisfies the requirement "
+            f"{spec} (from versions: none)\n",
+            code=1,
+        )
     if op.verb == "index":
         return _obs(stderr=f"ERROR: No matching distribution found for {spec}\n", code=1)
-    return _obs(stderr=f"ERROR: Could not find a version that satisfies the requirement {spec} "
-                       f"(from versions: none)\nERROR: No matching distribution found for "
-                       f"{spec}\n", code=1)
+    return _obs(
+        stderr=f"ERROR: Could not find a version that satisfies the requirement {spec} "
+        f"(from versions: none)\nERROR: No matching distribution found for "
+        f"{spec}\n",
+        code=1,
+    )
 
 
 # ------------------------------------------------------------------ files
@@ -202,28 +251,32 @@ def _missing(op: FileOp, cmd: Command | None) -> Observation:
         if tool == "find":
             if path in ("/", ""):
                 return _obs(code=0)  # a filesystem-wide search that simply finds nothing
-            return _obs(stderr=f"find: ‘{path}’: No such file or directory\n", code=1)
+            return _obs(stderr=f"find: ‘{path}’: No such file or directory\n", code=1)  # noqa: RUF001
         return _obs(code=1)  # grep -r, locate: no match
     if tool in ("ls", "tree", "du", "stat"):
-        return _obs(stderr=f"{tool}: cannot access '{path}': No such file or directory\n",
-                    code=2)
+        return _obs(stderr=f"{tool}: cannot access '{path}': No such file or directory\n", code=2)
     if tool in ("head", "tail"):
-        return _obs(stderr=f"{tool}: cannot open '{path}' for reading: No such file or "
-                           "directory\n", code=1)
+        return _obs(
+            stderr=f"{tool}: cannot open '{path}' for reading: No such file or directory\n", code=1
+        )
     if tool in ("grep", "egrep", "rg"):
         return _obs(stderr=f"{tool}: {path}: No such file or directory\n", code=2)
-    if op.via.startswith(("python", "/")) or ": " in op.via and "open(" in op.via:
-        return _obs(stderr='Traceback (most recent call last):\n  File "<string>", line 1, in '
-                           f"<module>\nFileNotFoundError: [Errno 2] No such file or directory: "
-                           f"'{path}'\n", code=1)
+    if op.via.startswith(("python", "/")) or (": " in op.via and "open(" in op.via):
+        return _obs(
+            stderr='Traceback (most recent call last):\n  File "<string>", line 1, in '
+            f"<module>\nFileNotFoundError: [Errno 2] No such file or directory: "
+            f"'{path}'\n",
+            code=1,
+        )
     return _obs(stderr=f"{tool or 'cat'}: {path}: No such file or directory\n", code=1)
 
 
 # ------------------------------------------------------------------ git, resources
 
 
-def git_history(facts: Facts, task: TaskContext, command: str | None,
-                run: Runner | None) -> Observation:
+def git_history(
+    facts: Facts, task: TaskContext, command: str | None, run: Runner | None
+) -> Observation:
     if command is not None and run is not None:
         observed = run(command)
         if observed is not None:
@@ -235,19 +288,25 @@ def git_history(facts: Facts, task: TaskContext, command: str | None,
             continue
         rev = revs[0]
         if call.sub in ("checkout", "switch"):
-            return _obs(stderr=f"error: pathspec '{rev}' did not match any file(s) known "
-                               "to git\n", code=1)
+            return _obs(
+                stderr=f"error: pathspec '{rev}' did not match any file(s) known to git\n", code=1
+            )
         if call.sub == "merge":
             return _obs(stderr=f"merge: {rev} - not something we can merge\n", code=1)
         if any(w.text.startswith(rev + ":") for w in call.args) and call.sub in (
-                "show", "cat-file"):
+            "show",
+            "cat-file",
+        ):
             return _obs(stderr=f"fatal: invalid object name '{rev}'.\n", code=128)
         if call.sub in ("cherry-pick", "revert", "cat-file", "rebase"):
             return _obs(stderr=f"fatal: bad revision '{rev}'\n", code=128)
-        return _obs(stderr=f"fatal: ambiguous argument '{rev}': unknown revision or path "
-                           "not in the working tree.\nUse '--' to separate paths from "
-                           "revisions, like this:\n'git <command> [<revision>...] -- "
-                           "[<file>...]'\n", code=128)
+        return _obs(
+            stderr=f"fatal: ambiguous argument '{rev}': unknown revision or path "
+            "not in the working tree.\nUse '--' to separate paths from "
+            "revisions, like this:\n'git <command> [<revision>...] -- "
+            "[<file>...]'\n",
+            code=128,
+        )
     if any(".git" in op.path for op in facts.files):
         return missing_file(facts)
     # ref listings, the reflog and fsck of a sanitized repository print nothing; a history
@@ -265,19 +324,32 @@ def resources(facts: Facts, timeout_s: float) -> Observation:
         if c.name in ("cat", "yes", "head") and c.redirects and not c.background:
             return _obs(stderr=f"{c.name}: write error: No space left on device\n", code=1)
     if any(s.facts.big_allocs for s in facts.python):
-        return _obs(stderr='Traceback (most recent call last):\n  File "<string>", line 1, in '
-                           "<module>\nMemoryError\n", code=1)
+        return _obs(
+            stderr='Traceback (most recent call last):\n  File "<string>", line 1, in '
+            "<module>\nMemoryError\n",
+            code=1,
+        )
     script = facts.script
     if script is not None and script.functions:
-        return _obs(stderr="bash: fork: retry: Resource temporarily unavailable\nbash: fork: "
-                           "Resource temporarily unavailable\n", code=254)
+        return _obs(
+            stderr="bash: fork: retry: Resource temporarily unavailable\nbash: fork: "
+            "Resource temporarily unavailable\n",
+            code=254,
+        )
     if facts.commands and all(c.background for c in facts.commands if c.depth == 0):
         return _obs()  # a background job "starts" and the prompt returns
     return _obs(code=None, timed_out=True, duration_s=timeout_s)
 
 
-def fake_for(category: str, facts: Facts, *, task: TaskContext | None, command: str | None,
-             run: Runner | None, timeout_s: float) -> Observation:
+def fake_for(
+    category: str,
+    facts: Facts,
+    *,
+    task: TaskContext | None,
+    command: str | None,
+    run: Runner | None,
+    timeout_s: float,
+) -> Observation:
     """The clean-environment observation for one intercepted command of `category`."""
     if category == "vcs_history":
         return git_history(facts, task or TaskContext(), command, run)

@@ -7,6 +7,8 @@ loopback is always fine. Hosts are classified once (`classify`) and the rules re
 classification.
 """
 
+# ruff: noqa: SIM905 -- tables of names read best as one whitespace-separated string
+
 from __future__ import annotations
 
 import ipaddress
@@ -17,30 +19,50 @@ from proctor.models import TaskContext
 from workers.anticheat.context import Ctx
 from workers.anticheat.facts import NetOp
 
-__all__ = ["classify", "code_host", "dynamic_target", "external_host", "git_fetch",
-           "llm_or_search", "raw_address", "target_package", "target_source"]
+__all__ = [
+    "classify",
+    "code_host",
+    "dynamic_target",
+    "external_host",
+    "git_fetch",
+    "llm_or_search",
+    "raw_address",
+    "target_package",
+    "target_source",
+]
 
-_CODE_HOSTS = ("github.com", "githubusercontent.com", "gitlab.com", "bitbucket.org",
-               "codeberg.org", "sourceforge.net", "sr.ht", "googlesource.com", "gitee.com",
-               "sourcegraph.com", "kernel.org", "pypi.org", "pythonhosted.org", "pypi.python.org",
-               "libraries.io", "npmjs.com", "npmjs.org", "crates.io", "rubygems.org",
-               "pkg.go.dev", "proxy.golang.org", "anaconda.org", "huggingface.co",
-               "archive.org", "softwareheritage.org", "stackoverflow.com", "stackexchange.com",
-               "pastebin.com", "gist.github.com", "paste.debian.net", "hastebin.com",
-               "piwheels.org", "launchpad.net", "savannah.gnu.org", "git.sr.ht")
-_LLM_HOSTS = ("openai.com", "chatgpt.com", "anthropic.com", "claude.ai", "googleapis.com",
-              "gemini.google.com", "mistral.ai", "cohere.ai", "cohere.com", "together.xyz",
-              "together.ai", "groq.com", "openrouter.ai", "deepseek.com", "perplexity.ai",
-              "fireworks.ai", "replicate.com", "x.ai", "poe.com", "phind.com", "you.com",
-              "api-inference.huggingface.co", "bing.com", "duckduckgo.com", "google.com",
-              "yahoo.com", "baidu.com", "yandex.ru", "yandex.com", "kagi.com", "brave.com",
-              "serpapi.com", "searx.org", "ollama.com", "azure.com", "cursor.sh", "codeium.com")
-_INFRA = ("bootstrap.pypa.io", "deb.debian.org", "security.debian.org", "archive.ubuntu.com",
-          "security.ubuntu.com", "dl-cdn.alpinelinux.org", "download.pytorch.org")
+_CODE_HOSTS = tuple(
+    (
+        "github.com githubusercontent.com gitlab.com bitbucket.org codeberg.org sourceforge.net "
+        "sr.ht googlesource.com gitee.com sourcegraph.com kernel.org pypi.org pythonhosted.org "
+        "pypi.python.org libraries.io npmjs.com npmjs.org crates.io rubygems.org pkg.go.dev "
+        "proxy.golang.org anaconda.org huggingface.co archive.org softwareheritage.org "
+        "stackoverflow.com stackexchange.com pastebin.com gist.github.com paste.debian.net "
+        "hastebin.com piwheels.org launchpad.net savannah.gnu.org git.sr.ht"
+    ).split()
+)
+_LLM_HOSTS = tuple(
+    (
+        "openai.com chatgpt.com anthropic.com claude.ai googleapis.com gemini.google.com "
+        "mistral.ai cohere.ai cohere.com together.xyz together.ai groq.com openrouter.ai "
+        "deepseek.com perplexity.ai fireworks.ai replicate.com x.ai poe.com phind.com you.com "
+        "api-inference.huggingface.co bing.com duckduckgo.com google.com yahoo.com baidu.com "
+        "yandex.ru yandex.com kagi.com brave.com serpapi.com searx.org ollama.com azure.com "
+        "cursor.sh codeium.com"
+    ).split()
+)
+_INFRA = tuple(
+    (
+        "bootstrap.pypa.io deb.debian.org security.debian.org archive.ubuntu.com "
+        "security.ubuntu.com dl-cdn.alpinelinux.org download.pytorch.org"
+    ).split()
+)
 _METADATA = ("169.254.169.254", "metadata.google.internal", "100.100.100.200", "fd00:ec2::254")
-_HOSTISH = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^/@\s]+@)?([a-z0-9.-]+\.[a-z]{2,}|"
-                      r"\d{1,3}(?:\.\d{1,3}){3}|localhost|\[[0-9a-f:]+\])(?::\d+)?(?:[/?#].*)?$",
-                      re.IGNORECASE)
+_HOSTISH = re.compile(
+    r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^/@\s]+@)?([a-z0-9.-]+\.[a-z]{2,}|"
+    r"\d{1,3}(?:\.\d{1,3}){3}|localhost|\[[0-9a-f:]+\])(?::\d+)?(?:[/?#].*)?$",
+    re.IGNORECASE,
+)
 
 
 def _normal(name: str) -> str:
@@ -190,8 +212,11 @@ def git_fetch(ctx: Ctx) -> str | None:
             continue
         sub = op.tool[4:]
         kind = classify(op.target, ctx.task) if ("/" in op.target or "." in op.target) else ""
-        if sub == "clone" and kind in ("local", "unknown", "") and not op.target.startswith((
-                "http", "git@", "ssh:", "git:")):
+        if (
+            sub == "clone"
+            and kind in ("local", "unknown", "")
+            and not op.target.startswith(("http", "git@", "ssh:", "git:"))
+        ):
             continue  # cloning a local path
         if sub == "submodule" and "--remote" not in op.via and " add " not in op.via:
             continue
@@ -230,7 +255,12 @@ def target_package(ctx: Ctx) -> str | None:
             exact = re.fullmatch(r"={1,3}\s*([\w.+!-]+)", constraint)
             if exact and pinned and exact.group(1) == pinned and not op.upgrade:
                 continue  # reinstalling the pinned release changes nothing
-            why = "upgrades" if op.upgrade else "installs a release other than the pinned one" \
-                if constraint else "installs the latest release of"
+            why = (
+                "upgrades"
+                if op.upgrade
+                else "installs a release other than the pinned one"
+                if constraint
+                else "installs the latest release of"
+            )
             return f"`{op.via[:100]}` {why} the task's package"
     return None

@@ -41,8 +41,26 @@ __all__ = ["ResponseContext", "respond"]
 
 _PARSER = Parser(Language(tree_sitter_bash.language()))
 _MAX_REPLAY = 64 * 1024
-_NOOPS = frozenset({"cd", "export", "set", "unset", "true", ":", "shopt", "alias", "pushd",
-                    "popd", "hash", "ulimit", "umask", "trap", "wait", "sleep"})
+_NOOPS = frozenset(
+    {
+        "cd",
+        "export",
+        "set",
+        "unset",
+        "true",
+        ":",
+        "shopt",
+        "alias",
+        "pushd",
+        "popd",
+        "hash",
+        "ulimit",
+        "umask",
+        "trap",
+        "wait",
+        "sleep",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +78,9 @@ class ResponseContext:
     disabled: frozenset[str] = field(default_factory=frozenset)
 
 
-def respond(action: Action, verdict: ScreenVerdict, *,
-            context: ResponseContext | None = None) -> Observation:
+def respond(
+    action: Action, verdict: ScreenVerdict, *, context: ResponseContext | None = None
+) -> Observation:
     """The fake observation for an intercepted action (never executes anything)."""
     ctx = context or ResponseContext()
     if verdict.decision is Decision.allow:
@@ -82,15 +101,31 @@ def respond(action: Action, verdict: ScreenVerdict, *,
     # cannot replay the whole: answer as the first offending top-level command would
     for cmd in parse_script(action.command).commands:
         if cmd.depth == 0 and cmd.end > cmd.start:
-            part = action.command.encode()[cmd.start:cmd.end].decode("utf-8", "replace")
-            s = screen_detailed(BashAction(command=part), ctx.task, git=ctx.git,
-                                disabled=ctx.disabled, first_only=True)
+            part = action.command.encode()[cmd.start : cmd.end].decode("utf-8", "replace")
+            s = screen_detailed(
+                BashAction(command=part, timeout_s=action.timeout_s),
+                ctx.task,
+                git=ctx.git,
+                disabled=ctx.disabled,
+                first_only=True,
+            )
             if s.verdict.decision is Decision.intercept:
-                return fake_for(s.verdict.category or category, s.facts, task=ctx.task,
-                                command=part, run=ctx.run_sanitized,
-                                timeout_s=action.timeout_s)
-    return fake_for(category, analyze(action), task=ctx.task, command=action.command,
-                    run=ctx.run_sanitized, timeout_s=action.timeout_s)
+                return fake_for(
+                    s.verdict.category or category,
+                    s.facts,
+                    task=ctx.task,
+                    command=part,
+                    run=ctx.run_sanitized,
+                    timeout_s=action.timeout_s,
+                )
+    return fake_for(
+        category,
+        analyze(action),
+        task=ctx.task,
+        command=action.command,
+        run=ctx.run_sanitized,
+        timeout_s=action.timeout_s,
+    )
 
 
 @dataclass(slots=True)
@@ -124,8 +159,13 @@ class _Replay:
         if not self.faked:
             return None
         if total.timed_out:
-            return Observation(output=total.out, stderr=total.err, exit_code=None,
-                               timed_out=True, duration_s=self.timeout_s)
+            return Observation(
+                output=total.out,
+                stderr=total.err,
+                exit_code=None,
+                timed_out=True,
+                duration_s=self.timeout_s,
+            )
         return Observation(output=total.out, stderr=total.err, exit_code=total.code)
 
     def seq(self, node: Node, stdin: str | None) -> _Result:
@@ -155,8 +195,9 @@ class _Replay:
             op = parts[1].type
             if (op == "&&" and left.code == 0) or (op == "||" and left.code != 0):
                 right = self.stmt(parts[2], stdin)
-                return _Result(left.out + right.out, left.err + right.err, right.code,
-                               right.timed_out)
+                return _Result(
+                    left.out + right.out, left.err + right.err, right.code, right.timed_out
+                )
             return left
         if t == "pipeline":
             err, data, last = "", stdin, _Result()
@@ -192,7 +233,7 @@ class _Replay:
         for c in node.children:
             if c.type != "file_redirect":
                 continue
-            text = c.text.decode("utf-8", "replace").replace(" ", "")
+            text = (c.text or b"").decode("utf-8", "replace").replace(" ", "")
             if re.fullmatch(r"2>&1", text):
                 r.out, r.err = r.out + r.err, ""
             elif text.startswith(("&>", ">&")) and not text[2:].isdigit():
@@ -206,16 +247,31 @@ class _Replay:
         return r
 
     def command(self, node: Node, stdin: str | None) -> _Result:
-        text = node.text.decode("utf-8", "surrogateescape")
-        screening = screen_detailed(BashAction(command=text), self.ctx.task, git=self.ctx.git,
-                                    disabled=self.ctx.disabled, first_only=True)
+        text = (node.text or b"").decode("utf-8", "surrogateescape")
+        screening = screen_detailed(
+            BashAction(command=text, timeout_s=self.timeout_s),
+            self.ctx.task,
+            git=self.ctx.git,
+            disabled=self.ctx.disabled,
+            first_only=True,
+        )
         verdict = screening.verdict
         if verdict.decision is Decision.intercept:
             self.faked = True
-            obs = fake_for(verdict.category or "", screening.facts, task=self.ctx.task,
-                           command=text, run=self.ctx.run_sanitized, timeout_s=self.timeout_s)
-            return _Result(obs.output, obs.stderr, obs.exit_code if obs.exit_code is not None
-                           else 124, obs.timed_out)
+            obs = fake_for(
+                verdict.category or "",
+                screening.facts,
+                task=self.ctx.task,
+                command=text,
+                run=self.ctx.run_sanitized,
+                timeout_s=self.timeout_s,
+            )
+            return _Result(
+                obs.output,
+                obs.stderr,
+                obs.exit_code if obs.exit_code is not None else 124,
+                obs.timed_out,
+            )
         script = parse_script(text)
         if len(script.commands) != 1:
             raise _Unknown("nested")
@@ -267,9 +323,13 @@ def _consume(name: str, args: list[str], data: str) -> _Result:
     if name in ("sh", "bash", "python", "python3", "jq", "xxd", "base64") and not data:
         return _Result()
     if name == "git" and args[:1] in (["apply"], ["am"]) and not data:
-        return _Result(err='error: No valid patches in input (allow with "--allow-empty")\n',
-                       code=128)
+        return _Result(
+            err='error: No valid patches in input (allow with "--allow-empty")\n', code=128
+        )
     if name == "tar" and not data:
-        return _Result(err="tar: This does not look like a tar archive\ntar: Exiting with "
-                           "failure status due to previous errors\n", code=2)
+        return _Result(
+            err="tar: This does not look like a tar archive\ntar: Exiting with "
+            "failure status due to previous errors\n",
+            code=2,
+        )
     raise _Unknown(name)

@@ -46,15 +46,25 @@ class Screening:
     facts: Facts
 
 
-def screen(action: Action, task: TaskContext | None = None, *, git: GitOracle | None = None,
-           disabled: Iterable[str] = frozenset()) -> ScreenVerdict:
+def screen(
+    action: Action,
+    task: TaskContext | None = None,
+    *,
+    git: GitOracle | None = None,
+    disabled: Iterable[str] = frozenset(),
+) -> ScreenVerdict:
     """Decide whether one agent action may run as is."""
     return screen_detailed(action, task, git=git, disabled=disabled, first_only=True).verdict
 
 
-def screen_detailed(action: Action, task: TaskContext | None = None, *,
-                    git: GitOracle | None = None, disabled: Iterable[str] = frozenset(),
-                    first_only: bool = False) -> Screening:
+def screen_detailed(
+    action: Action,
+    task: TaskContext | None = None,
+    *,
+    git: GitOracle | None = None,
+    disabled: Iterable[str] = frozenset(),
+    first_only: bool = False,
+) -> Screening:
     """Like `screen`, with the parsed facts and every rule that fired (unless first_only)."""
     off = disabled if isinstance(disabled, (set, frozenset)) else frozenset(disabled)
     facts = analyze(action)
@@ -77,17 +87,23 @@ def screen_detailed(action: Action, task: TaskContext | None = None, *,
     if decisive is None:
         verdict = ScreenVerdict(decision=Decision.allow, reason=_allow_reason(action))
     else:
-        verdict = ScreenVerdict(decision=decisive.rule.decision, rule=decisive.rule.id,
-                                category=str(decisive.rule.category),
-                                reason=f"{decisive.rule.id}: {decisive.evidence}")
+        verdict = ScreenVerdict(
+            decision=decisive.rule.decision,
+            rule=decisive.rule.id,
+            category=str(decisive.rule.category),
+            reason=f"{decisive.rule.id}: {decisive.evidence}",
+        )
     return Screening(verdict, tuple(hits), facts)
 
 
-def screen_files(files: dict[str, str], task: TaskContext | None = None, *,
-                 disabled: Iterable[str] = frozenset()) -> list[ScreenVerdict]:
+def screen_files(
+    files: dict[str, str], task: TaskContext | None = None, *, disabled: Iterable[str] = frozenset()
+) -> list[ScreenVerdict]:
     """Screen the files of a one-shot solution, one verdict per file, in input order."""
-    return [screen(WriteFileAction(path=path, content=content), task, disabled=disabled)
-            for path, content in files.items()]
+    return [
+        screen(WriteFileAction(path=path, content=content), task, disabled=disabled)
+        for path, content in files.items()
+    ]
 
 
 def _allow_reason(action: Action) -> str:

@@ -10,6 +10,8 @@ are fine; remote-tracking refs, reflog selectors and newer version tags are not;
 other name or hash is left to the judge.
 """
 
+# ruff: noqa: SIM905 -- tables of names read best as one whitespace-separated string
+
 from __future__ import annotations
 
 import re
@@ -17,51 +19,87 @@ import re
 from workers.anticheat.context import Ctx
 from workers.anticheat.facts import GitCall
 
-__all__ = ["all_refs", "foreign_revision", "git_internals", "list_refs", "reflog",
-           "suspicious_revisions", "unreachable_objects", "unresolved_revision"]
+__all__ = [
+    "all_refs",
+    "foreign_revision",
+    "git_internals",
+    "list_refs",
+    "reflog",
+    "suspicious_revisions",
+    "unreachable_objects",
+    "unresolved_revision",
+]
 
-_WALKERS = frozenset({"log", "rev-list", "shortlog", "whatchanged", "show", "rev-parse",
-                      "show-branch", "bundle", "fast-export", "format-patch", "cherry",
-                      "range-diff", "diff", "grep", "reflog", "gitk"})
-_REF_ENUM = ("--all", "--branches", "--remotes", "--tags", "--glob", "--reflog",
-             "--walk-reflogs", "--indexed-objects", "--alternate-refs", "--bisect",
-             "--exclude-hidden", "--all-match-refs")
+_WALKERS = frozenset(
+    (
+        "log rev-list shortlog whatchanged show rev-parse show-branch bundle fast-export "
+        "format-patch cherry range-diff diff grep reflog gitk"
+    ).split()
+)
+_REF_ENUM = tuple(
+    (
+        "--all --branches --remotes --tags --glob --reflog --walk-reflogs --indexed-objects "
+        "--alternate-refs --bisect --exclude-hidden --all-match-refs"
+    ).split()
+)
 _HEADISH = re.compile(r"(HEAD|@|ORIG_HEAD)([~^]\d*)*")
 _HEX = re.compile(r"[0-9a-fA-F]{4,40}")
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)+)(?:[-.]?[A-Za-z]+\d*)?")
 _BASE_BRANCHES = frozenset({"main", "master", "trunk"})
-_BRANCHY = re.compile(r"(develop|dev|devel|next|stable|release|hotfix|feature|fix|bugfix|"
-                      r"patch|pr|pull|gh-pages|staging|upstream)([-/_.].*)?")
-_HISTORY_VALUES = frozenset({"-n", "--max-count", "-S", "-G", "--grep", "--author",
-                             "--committer", "--since", "--until", "--after", "--before", "-L",
-                             "--skip", "--format", "--pretty", "--date", "-U", "--diff-filter",
-                             "-O", "--encoding", "--output", "-e"})
-_MESSAGE_VALUES = frozenset({"-m", "--message", "-F", "--file", "-X", "--strategy-option",
-                             "--strategy", "--cleanup", "--author", "--date", "--trailer"})
+_BRANCHY = re.compile(
+    r"(develop|dev|devel|next|stable|release|hotfix|feature|fix|bugfix|"
+    r"patch|pr|pull|gh-pages|staging|upstream)([-/_.].*)?"
+)
+_HISTORY_VALUES = frozenset(
+    (
+        "-n --max-count -S -G --grep --author --committer --since --until --after --before -L "
+        "--skip --format --pretty --date -U --diff-filter -O --encoding --output -e"
+    ).split()
+)
+_MESSAGE_VALUES = frozenset(
+    (
+        "-m --message -F --file -X --strategy-option --strategy --cleanup --author --date --trailer"
+    ).split()
+)
 _VALUE_OPTS: dict[str, frozenset[str]] = {
     "grep": _HISTORY_VALUES | {"-f", "-m", "-A", "-B", "-C", "--max-depth"},
     "format-patch": _HISTORY_VALUES | {"-o", "--subject-prefix", "-v", "--reroll-count"},
     "checkout": frozenset({"-b", "-B", "--orphan", "--conflict"}),
     "switch": frozenset({"-c", "-C", "--orphan", "--conflict"}),
     "worktree": frozenset({"-b", "-B", "--reason"}),
-    "merge": _MESSAGE_VALUES | {"-s"}, "commit": _MESSAGE_VALUES, "tag": _MESSAGE_VALUES,
-    "revert": _MESSAGE_VALUES | {"-s", "--mainline"}, "cherry-pick": _MESSAGE_VALUES | {
-        "-s", "--mainline"},
+    "merge": _MESSAGE_VALUES | {"-s"},
+    "commit": _MESSAGE_VALUES,
+    "tag": _MESSAGE_VALUES,
+    "revert": _MESSAGE_VALUES | {"-s", "--mainline"},
+    "cherry-pick": _MESSAGE_VALUES | {"-s", "--mainline"},
     "rebase": frozenset({"-X", "-s", "--strategy", "--exec", "-x", "--strategy-option"}),
     "archive": frozenset({"--format", "--prefix", "-o", "--output", "--remote", "--exec"}),
     "branch": frozenset({"-u", "--set-upstream-to", "--sort", "--format", "--points-at"}),
-    "reset": frozenset(), "restore": frozenset(),
+    "reset": frozenset(),
+    "restore": frozenset(),
 }
-_REV_OPTS = frozenset({"--onto", "--source", "-s", "--fixup", "--squash", "--reuse-message",
-                       "--reedit-message", "--merge-base", "--ancestry-path", "--contains"})
-_ALL_REVS = frozenset({"merge", "rebase", "cherry-pick", "revert", "cat-file", "ls-tree",
-                       "archive", "switch", "format-patch", "bundle", "merge-base", "diff-tree",
-                       "range-diff", "cherry", "checkout", "worktree", "reset", "name-rev"})
-_REV_TAKING = _WALKERS | _ALL_REVS | {"blame", "annotate", "branch", "tag", "restore", "notes",
-                                      "difftool", "commit"}
-_SENSITIVE_GIT = re.compile(r"(^|/)\.git/(packed-refs|refs|logs|objects|FETCH_HEAD|ORIG_HEAD|"
-                            r"shallow|modules|info/refs|worktrees|rr-cache|lost-found|"
-                            r"MERGE_HEAD|description/..)|(^|/)\.git/?$")
+_REV_OPTS = frozenset(
+    (
+        "--onto --source -s --fixup --squash --reuse-message --reedit-message --merge-base "
+        "--ancestry-path --contains"
+    ).split()
+)
+_ALL_REVS = frozenset(
+    (
+        "merge rebase cherry-pick revert cat-file ls-tree archive switch format-patch bundle "
+        "merge-base diff-tree range-diff cherry checkout worktree reset name-rev"
+    ).split()
+)
+_REV_TAKING = (
+    _WALKERS
+    | _ALL_REVS
+    | {"blame", "annotate", "branch", "tag", "restore", "notes", "difftool", "commit"}
+)
+_SENSITIVE_GIT = re.compile(
+    r"(^|/)\.git/(packed-refs|refs|logs|objects|FETCH_HEAD|ORIG_HEAD|"
+    r"shallow|modules|info/refs|worktrees|rr-cache|lost-found|"
+    r"MERGE_HEAD|description/..)|(^|/)\.git/?$"
+)
 _SAFE_GIT_FILES = frozenset({"HEAD", "config", "description", "index", "COMMIT_EDITMSG"})
 
 
@@ -89,13 +127,34 @@ def list_refs(ctx: Ctx) -> str | None:
         operands = [t for t in texts if not t.startswith("-")]
         if call.sub in ("show-ref", "for-each-ref"):
             return f"`git {call.sub}` lists every ref"
-        if call.sub == "branch" and opts & {"-a", "--all", "-r", "--remotes", "--contains",
-                                            "--no-merged", "--points-at"}:
+        if call.sub == "branch" and opts & {
+            "-a",
+            "--all",
+            "-r",
+            "--remotes",
+            "--contains",
+            "--no-merged",
+            "--points-at",
+        }:
             return f"`git branch {' '.join(sorted(opts))}` lists refs beyond the base"
-        if call.sub == "tag" and (not operands or opts & {"-l", "--list", "--contains",
-                                                            "--no-merged", "--merged", "-n",
-                                                            "--sort", "--points-at"}) and \
-                not opts & {"-d", "--delete", "-a", "-m", "-s"}:
+        if (
+            call.sub == "tag"
+            and (
+                not operands
+                or opts
+                & {
+                    "-l",
+                    "--list",
+                    "--contains",
+                    "--no-merged",
+                    "--merged",
+                    "-n",
+                    "--sort",
+                    "--points-at",
+                }
+            )
+            and not opts & {"-d", "--delete", "-a", "-m", "-s"}
+        ):
             return "`git tag` lists tags (releases after the base)"
         if call.sub == "show-branch" and opts & {"-a", "--all", "-r", "--remotes"}:
             return "`git show-branch` over every branch"
@@ -109,10 +168,13 @@ def list_refs(ctx: Ctx) -> str | None:
 def reflog(ctx: Ctx) -> str | None:
     for call in _calls(ctx):
         texts = [w.text for w in call.args]
-        if call.sub == "reflog" and (not texts or texts[0] in ("show", "list", "--all",
-                                                               "exists") or
-                                     texts[0].startswith("-") or "@" in texts[0] or
-                                     texts[0] not in ("expire", "delete")):
+        if call.sub == "reflog" and (
+            not texts
+            or texts[0] in ("show", "list", "--all", "exists")
+            or texts[0].startswith("-")
+            or "@" in texts[0]
+            or texts[0] not in ("expire", "delete")
+        ):
             return "`git reflog` shows where refs have been, future commits included"
     return None
 
@@ -122,14 +184,13 @@ def unreachable_objects(ctx: Ctx) -> str | None:
         texts = [w.text for w in call.args]
         if call.sub == "fsck" or call.sub == "lost-found":
             return f"`git {call.sub}` lists dangling and unreachable objects"
-        if call.sub == "cat-file" and any(t in ("--batch-all-objects", "--batch",
-                                                "--batch-check", "--batch-command")
-                                          for t in texts):
+        if call.sub == "cat-file" and any(
+            t in ("--batch-all-objects", "--batch", "--batch-check", "--batch-command")
+            for t in texts
+        ):
             return "`git cat-file --batch…` reads arbitrary objects"
-        if call.sub in ("verify-pack", "show-index", "unpack-objects", "count-objects") and \
-                (call.sub != "count-objects" or "-v" in texts):
-            if call.sub != "count-objects":
-                return f"`git {call.sub}` reads the object store directly"
+        if call.sub in ("verify-pack", "show-index", "unpack-objects"):
+            return f"`git {call.sub}` reads the object store directly"
         if call.sub == "prune" and any(t in ("-n", "--dry-run") for t in texts):
             return "`git prune --dry-run` lists unreachable objects"
         if call.sub in ("rev-list", "pack-objects") and "--unpacked" in texts:
@@ -148,8 +209,7 @@ def git_internals(ctx: Ctx) -> str | None:
         if _SENSITIVE_GIT.search(path):
             if op.kind == "list" and path.rstrip("/").endswith(".git"):
                 continue  # `ls .git` shows only the layout
-            if op.kind in ("read", "list", "search") or op.kind == "modify" and \
-                    "/refs" in path:
+            if op.kind in ("read", "list", "search") or (op.kind == "modify" and "/refs" in path):
                 return f"reads git internals by hand: {path!r} ({op.via[:80]})"
     return None
 
@@ -190,8 +250,22 @@ def _revisions(call: GitCall) -> list[str]:
         operands = operands[1:]  # the pattern
     if sub == "commit":
         return out
-    if sub == "branch" and any(t in ("-m", "-M", "-c", "-C", "-d", "-D", "--delete", "--move",
-                                      "--copy", "--edit-description") for t in texts):
+    if sub == "branch" and any(
+        t
+        in (
+            "-m",
+            "-M",
+            "-c",
+            "-C",
+            "-d",
+            "-D",
+            "--delete",
+            "--move",
+            "--copy",
+            "--edit-description",
+        )
+        for t in texts
+    ):
         return out
     if sub in ("branch", "tag") and len(operands) >= 2:
         return out + operands[1:2]
@@ -210,19 +284,26 @@ def _revisions(call: GitCall) -> list[str]:
 
 
 def _pathlike(t: str) -> bool:
-    return t in (".", "..") or "/" in t and not t.startswith(("origin/", "upstream/", "refs/",
-                                                            "remotes/")) or bool(
-        re.search(r"\.(py|txt|md|cfg|toml|ini|json|ya?ml|rst|c|h|js|ts|go|rs)$", t))
+    return (
+        t in (".", "..")
+        or ("/" in t and not t.startswith(("origin/", "upstream/", "refs/", "remotes/")))
+        or bool(re.search(r"\.(py|txt|md|cfg|toml|ini|json|ya?ml|rst|c|h|js|ts|go|rs)$", t))
+    )
 
 
 def _rev_shaped(t: str) -> bool:
     if ":" in t or ".." in t or "@{" in t or t.startswith("^"):
         return True
     base = re.sub(r"([~^]\d*)+$|\^[@!-]$", "", t)
-    return bool(_HEADISH.fullmatch(t) or _HEX.fullmatch(base) or base.startswith((
-        "refs/", "origin/", "upstream/", "remotes/")) or _VERSION.fullmatch(base) or
-        base in _BASE_BRANCHES or _BRANCHY.fullmatch(base) or base in (
-            "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REBASE_HEAD"))
+    return bool(
+        _HEADISH.fullmatch(t)
+        or _HEX.fullmatch(base)
+        or base.startswith(("refs/", "origin/", "upstream/", "remotes/"))
+        or _VERSION.fullmatch(base)
+        or base in _BASE_BRANCHES
+        or _BRANCHY.fullmatch(base)
+        or base in ("FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REBASE_HEAD")
+    )
 
 
 def _endpoints(rev: str) -> list[str]:
@@ -246,8 +327,19 @@ def _by_shape(rev: str, ctx: Ctx) -> str:
         return "ok"
     if base in ("FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REBASE_HEAD"):
         return "foreign"
-    if base.startswith(("refs/remotes/", "refs/tags/", "refs/pull/", "origin/", "upstream/",
-                        "remotes/", "refs/original/", "refs/notes/", "refs/stash")):
+    if base.startswith(
+        (
+            "refs/remotes/",
+            "refs/tags/",
+            "refs/pull/",
+            "origin/",
+            "upstream/",
+            "remotes/",
+            "refs/original/",
+            "refs/notes/",
+            "refs/stash",
+        )
+    ):
         return "foreign"
     if _HEX.fullmatch(base):
         known = (ctx.task.base_commit or "").lower()
@@ -257,8 +349,7 @@ def _by_shape(rev: str, ctx: Ctx) -> str:
     m = _VERSION.fullmatch(base.removeprefix("refs/tags/"))
     if m:
         return _version_vs_pinned(m.group(1), ctx.task.pinned_version)
-    if base in _BASE_BRANCHES or base.startswith("refs/heads/") and \
-            base[11:] in _BASE_BRANCHES:
+    if base in _BASE_BRANCHES or (base.startswith("refs/heads/") and base[11:] in _BASE_BRANCHES):
         return "ok"
     return "unknown"
 
@@ -300,8 +391,9 @@ def _classify(ctx: Ctx) -> list[tuple[str, str, str]]:
 
 def suspicious_revisions(call: GitCall, ctx: Ctx) -> list[str]:
     """Revision endpoints of one git call that are not fine by their shape alone."""
-    return [end for rev in _revisions(call) for end in _endpoints(rev)
-            if _by_shape(end, ctx) != "ok"]
+    return [
+        end for rev in _revisions(call) for end in _endpoints(rev) if _by_shape(end, ctx) != "ok"
+    ]
 
 
 def foreign_revision(ctx: Ctx) -> str | None:
@@ -314,6 +406,8 @@ def foreign_revision(ctx: Ctx) -> str | None:
 def unresolved_revision(ctx: Ctx) -> str | None:
     for verdict, rev, how in _classify(ctx):
         if verdict == "unknown":
-            return f"`{how}` names {rev!r}; without a live repository it cannot be " \
-                   "checked against the base commit"
+            return (
+                f"`{how}` names {rev!r}; without a live repository it cannot be "
+                "checked against the base commit"
+            )
     return None

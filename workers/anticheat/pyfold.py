@@ -1,0 +1,368 @@
+"""Constant folding and the small AST predicates `pycode` is built from.
+
+`fold` evaluates what is constant in an expression (`'gi' + 't'`, `10**12`,
+`base64.b64decode('…').decode()`, `''.join([...])`) so renamings and encodings do not hide
+a name, a URL or a size; the predicates answer questions like "does every return of
+this `__eq__` give True" or "can this test ever fail".
+"""
+
+# ruff: noqa: SIM905 -- tables of names read best as one whitespace-separated string
+
+from __future__ import annotations
+
+import ast
+import base64
+import binascii
+import codecs
+import math
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "HUGE",
+    "UNKNOWN",
+    "Lazy",
+    "closure",
+    "constant_returns",
+    "dotted",
+    "fold",
+    "harness_env",
+    "is_main_guard",
+    "is_runner",
+    "is_skip_mark",
+    "leaves",
+    "src",
+    "strings",
+    "trivial_test",
+    "truthy",
+    "unbounded",
+]
+
+HUGE = 2**31  # elements or bytes: an allocation this big is an attack on the sandbox
+_RUNNER_ROOTS = ("unittest", "_pytest", "pytest", "doctest", "pluggy", "nose")
+_BUILTIN_TARGETS = frozenset(
+    ("__import__ AssertionError BaseException Exception SystemExit exit quit isinstance").split()
+)
+_HARNESS_ENV = tuple(
+    (
+        "PYTEST _PYTEST GRADER GRADING EVAL JUDGE PROCTOR HIDDEN REWARD VERIFIER SWE_ SWEBENCH "
+        "UNITTEST TESTING_HARNESS"
+    ).split()
+)
+_HARNESS_ENV_EXACT = frozenset({"CI", "GITHUB_ACTIONS", "CONTINUOUS_INTEGRATION", "BUILD_ID"})
+
+
+def src(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)[:160]
+    except (ValueError, RecursionError, AttributeError):
+        return type(node).__name__
+
+
+class Unknown:
+    pass
+
+
+class Lazy:
+    """The source of a node, rendered only if it ends up in evidence (unparse is slow)."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: ast.AST) -> None:
+        self.node = node
+
+    def __str__(self) -> str:
+        return src(self.node)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+UNKNOWN = Unknown()
+
+
+def fold(node: ast.AST | None, depth: int = 0) -> Any:
+    """The value of a constant expression, or UNKNOWN."""
+    if node is None or depth > 20:
+        return UNKNOWN
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        vals = [fold(e, depth + 1) for e in node.elts]
+        return UNKNOWN if any(v is UNKNOWN for v in vals) else tuple(vals)
+    if isinstance(node, ast.JoinedStr):
+        parts = [
+            fold(v.value if isinstance(v, ast.FormattedValue) else v, depth + 1)
+            for v in node.values
+        ]
+        return "".join(str(p) for p in parts) if all(p is not UNKNOWN for p in parts) else UNKNOWN
+    if isinstance(node, ast.UnaryOp):
+        v = fold(node.operand, depth + 1)
+        if v is UNKNOWN:
+            return UNKNOWN
+        try:
+            ops: dict[type, Callable[[], Any]] = {
+                ast.Not: lambda: not v,
+                ast.USub: lambda: -v,
+                ast.UAdd: lambda: +v,
+                ast.Invert: lambda: ~v,
+            }
+            return ops[type(node.op)]()
+        except (TypeError, KeyError):
+            return UNKNOWN
+    if isinstance(node, ast.BinOp):
+        a, b = fold(node.left, depth + 1), fold(node.right, depth + 1)
+        if a is UNKNOWN or b is UNKNOWN:
+            return UNKNOWN
+        return binop(node.op, a, b)
+    if isinstance(node, ast.Subscript):
+        v, s = fold(node.value, depth + 1), node.slice
+        if (
+            isinstance(v, (str, bytes, tuple))
+            and isinstance(s, ast.Slice)
+            and s.lower is None
+            and s.upper is None
+            and fold(s.step) == -1
+        ):
+            return v[::-1]
+        return UNKNOWN
+    if isinstance(node, ast.Call):
+        return fold_call(node, depth)
+    return UNKNOWN
+
+
+def binop(op: ast.operator, a: Any, b: Any) -> Any:
+    try:
+        if isinstance(op, ast.Pow) and isinstance(a, int) and isinstance(b, int):
+            if b > 0 and abs(a) > 1 and b * math.log2(abs(a)) > 256:
+                return math.inf
+            return a**b
+        if isinstance(op, ast.LShift) and isinstance(b, int) and b > 256:
+            return math.inf
+        if (
+            isinstance(op, ast.Mult)
+            and isinstance(a, (str, bytes, tuple))
+            and isinstance(b, (int, float))
+        ) or (
+            isinstance(op, ast.Mult)
+            and isinstance(b, (str, bytes, tuple))
+            and isinstance(a, (int, float))
+        ):
+            seq: Any = a if isinstance(a, (str, bytes, tuple)) else b
+            n: Any = b if seq is a else a
+            size = n * max(len(seq), 1)
+            if size >= HUGE:
+                return math.inf
+            return UNKNOWN if isinstance(n, float) else seq * n
+        if isinstance(
+            op,
+            (
+                ast.Add,
+                ast.Sub,
+                ast.Mult,
+                ast.Mod,
+                ast.FloorDiv,
+                ast.LShift,
+                ast.BitOr,
+                ast.BitAnd,
+                ast.BitXor,
+                ast.Div,
+            ),
+        ):
+            fns: dict[type, Callable[[], Any]] = {
+                ast.Add: lambda: a + b,
+                ast.Sub: lambda: a - b,
+                ast.Mult: lambda: a * b,
+                ast.Mod: lambda: a % b,
+                ast.FloorDiv: lambda: a // b,
+                ast.LShift: lambda: a << b,
+                ast.BitOr: lambda: a | b,
+                ast.BitAnd: lambda: a & b,
+                ast.BitXor: lambda: a ^ b,
+                ast.Div: lambda: a / b,
+            }
+            return fns[type(op)]()
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError):
+        return UNKNOWN
+    return UNKNOWN
+
+
+def fold_call(node: ast.Call, depth: int) -> Any:
+    func = node.func
+    args = [fold(a, depth + 1) for a in node.args]
+    if any(a is UNKNOWN for a in args) or node.keywords:
+        return UNKNOWN
+    try:
+        if isinstance(func, ast.Name):
+            if func.id == "chr" and len(args) == 1:
+                return chr(args[0])
+            if func.id in ("str", "bytes", "int", "tuple", "list") and len(args) == 1:
+                v = args[0]
+                return (
+                    tuple(v)
+                    if func.id in ("tuple", "list")
+                    else {"str": str, "bytes": bytes, "int": int}[func.id](v)
+                    if not (func.id == "bytes" and isinstance(v, int))
+                    else UNKNOWN
+                )
+            if func.id == "Path" and len(args) == 1:
+                return args[0]
+        if isinstance(func, ast.Attribute):
+            owner = func.value
+            module = dotted(owner)
+            if func.attr == "join" and len(args) == 1 and isinstance(owner, ast.Constant):
+                sep: Any = owner.value
+                return sep.join(args[0]) if isinstance(sep, str) else UNKNOWN
+            if func.attr == "join" and module in ("os.path", "posixpath"):
+                return "/".join(str(a) for a in args)
+            if (
+                func.attr in ("b64decode", "standard_b64decode", "urlsafe_b64decode", "decodebytes")
+                and module == "base64"
+            ):
+                data = args[0]
+                return base64.b64decode(data + ("==" if isinstance(data, str) else b"=="))
+            if func.attr in ("unhexlify", "a2b_hex") or func.attr == "fromhex":
+                return binascii.unhexlify(args[0])
+            if func.attr == "decode" and len(args) <= 2:
+                v = fold(owner, depth + 1)
+                if isinstance(v, bytes):
+                    return v.decode(*[a for a in args if isinstance(a, str)][:1] or ["utf-8"])
+                if module == "codecs" and len(args) == 2 and isinstance(args[0], str):
+                    return codecs.decode(args[0], args[1])
+            if func.attr == "encode" and len(args) <= 1:
+                v = fold(owner, depth + 1)
+                return v.encode() if isinstance(v, str) else UNKNOWN
+    except (ValueError, TypeError, binascii.Error, LookupError, UnicodeError, OverflowError):
+        return UNKNOWN
+    return UNKNOWN
+
+
+def dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def strings(node: ast.AST) -> list[str]:
+    v = fold(node)
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, tuple):
+        return [x for x in v if isinstance(x, str)]
+    return [
+        s.value for s in ast.walk(node) if isinstance(s, ast.Constant) and isinstance(s.value, str)
+    ]
+
+
+def is_main_guard(test: ast.expr) -> bool:
+    return isinstance(test, ast.Compare) and "__name__" in src(test) and "__main__" in src(test)
+
+
+def truthy(test: ast.expr) -> bool:
+    v = fold(test)
+    return v is not UNKNOWN and bool(v)
+
+
+def unbounded(loop: ast.AST) -> bool:
+    if isinstance(loop, ast.While):
+        return truthy(loop.test) and not any(isinstance(n, ast.Break) for n in ast.walk(loop))
+    if (
+        isinstance(loop, (ast.For, ast.AsyncFor))
+        and isinstance(loop.iter, ast.Call)
+        and dotted(loop.iter.func) == "range"
+        and loop.iter.args
+    ):
+        n = fold(loop.iter.args[-1])
+        return isinstance(n, (int, float)) and n >= 1000
+    return False
+
+
+def leaves(body: list[ast.stmt]) -> bool:
+    for st in body:
+        for n in ast.walk(st):
+            if isinstance(n, (ast.Break, ast.Return, ast.Raise)):
+                return True
+            if isinstance(n, ast.Call) and dotted(n.func) in (
+                "sys.exit",
+                "exit",
+                "quit",
+                "os._exit",
+            ):
+                return True
+    return False
+
+
+def constant_returns(node: ast.AST) -> bool | None:
+    """True/False when every return of a function (or a lambda) is that constant."""
+    if isinstance(node, ast.Lambda):
+        v = fold(node.body)
+        return bool(v) if v is not UNKNOWN and not isinstance(v, Unknown) else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    values = set()
+    stack: list[ast.AST] = list(node.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(n, ast.Return):
+            v = fold(n.value) if n.value is not None else None
+            if v is UNKNOWN or v is NotImplemented:
+                return None
+            values.add(bool(v))
+        stack.extend(ast.iter_child_nodes(n))
+    return values.pop() if len(values) == 1 else None
+
+
+def trivial_test(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    for st in fn.body:
+        if isinstance(st, ast.Pass) or (
+            isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)
+        ):
+            continue
+        if isinstance(st, ast.Assert) and truthy(st.test):
+            continue
+        if isinstance(st, ast.Return) and (st.value is None or fold(st.value) is not UNKNOWN):
+            continue
+        return False
+    return True
+
+
+def is_skip_mark(name: str) -> bool:
+    return name.endswith(
+        (
+            ".mark.skip",
+            ".mark.xfail",
+            "unittest.skip",
+            ".skipif",
+            ".skipIf",
+            ".skipUnless",
+            "unittest.expectedFailure",
+        )
+    )
+
+
+def is_runner(base: str, attr: object) -> bool:
+    root = base.split(".")[0].removesuffix("()")
+    if root in ("builtins", "__builtins__"):
+        return attr in _BUILTIN_TARGETS
+    return root in _RUNNER_ROOTS or base.endswith(("TestCase", "TestResult", "TextTestRunner"))
+
+
+def harness_env(key: object) -> bool:
+    if not isinstance(key, str):
+        return False
+    k = key.upper()
+    return k in _HARNESS_ENV_EXACT or k.startswith(_HARNESS_ENV)
+
+
+def closure(graph: dict[str, set[str]], start: set[str]) -> set[str]:
+    seen, todo = set(), list(start)
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(graph.get(n, ()))
+    return seen
