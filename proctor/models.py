@@ -414,7 +414,6 @@ class EpisodeCreated(_Result):
     id: str
     status: EpisodeStatus
     observation: Observation | None = None
-    deduplicated: bool = False
 
 
 class ScreenVerdict(_Result):

@@ -46,6 +46,7 @@ class Settings(BaseSettings):
     max_queue_depth: int = 10_000
     max_batch: int = 1_000
     result_ttl_s: int = 24 * 3600
+    dedup_ttl_s: int = Field(600, description="identical one-shot requests share an episode")
 
     # --- sandboxes
     images: Annotated[dict[str, str], NoDecode] = Field(
@@ -62,7 +63,7 @@ class Settings(BaseSettings):
     # --- workers
     worker_concurrency: int = Field(2, ge=1, le=64)
     heartbeat_s: float = 2.0
-    heartbeat_ttl_s: float = 10.0
+    heartbeat_ttl_s: float = 30.0
     reaper_interval_s: float = 10.0
 
     @property

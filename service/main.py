@@ -35,7 +35,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             redis=sync_redis,
             aredis=async_redis,
             store=store,
-            queue=EpisodeQueue(sync_redis, store),
+            queue=EpisodeQueue(sync_redis, store, max_depth=settings.max_queue_depth,
+                               dedup_ttl_s=settings.dedup_ttl_s),
             events=events,
         )
         await events.start()

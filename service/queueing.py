@@ -3,18 +3,25 @@
 The API refers to job functions by dotted path, so it never imports the worker side (and
 with it Docker). Payloads are JSON: the job carries only the episode id; the episode itself
 lives in its Redis record.
+
+Trainers retry, and send no idempotency key: a one-shot request whose content is identical
+to one in flight or recently completed gets that episode's id instead of a second sandbox.
+A retry after an infrastructure failure (status `failed`) or a cancel runs again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 
 import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
-from proctor.models import EpisodeCreate
-from service.store import EpisodeStore, new_episode_id
+from proctor.models import EpisodeCreate, EpisodeMode
+from service.errors import Overloaded
+from service.store import PREFIX, EpisodeStore, new_episode_id
 
 QUEUE_NAME = "proctor"
 RUN_EPISODE = "workers.jobs.run_episode"
@@ -24,6 +31,23 @@ FINISH_EPISODE = "workers.jobs.finish_episode"
 JOB_RESULT_TTL_S = 60
 # Beyond the test timeout, an episode needs time to start a sandbox, write files, clean up.
 JOB_OVERHEAD_S = 120
+RETRY_AFTER_S = 5
+
+# KEYS: dedup key; ARGV: new id, ttl, episode key prefix → the id to use (new or existing)
+_CLAIM = """
+local existing = redis.call('GET', KEYS[1])
+if existing then
+  local status = redis.call('HGET', ARGV[3] .. existing, 'status')
+  if status and status ~= 'failed' and status ~= 'cancelled' then return existing end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
+return ARGV[1]
+"""
+
+
+def content_key(request: EpisodeCreate) -> str:
+    canonical = json.dumps(request.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return f"{PREFIX}dedup:{hashlib.sha256(canonical.encode()).hexdigest()}"
 
 
 def host_queue_name(host_id: str) -> str:
@@ -40,17 +64,52 @@ def job_timeout_s(request: EpisodeCreate) -> int:
 
 
 class EpisodeQueue:
-    def __init__(self, client: redis.Redis, store: EpisodeStore) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        store: EpisodeStore,
+        *,
+        max_depth: int = 10_000,
+        dedup_ttl_s: int = 600,
+    ) -> None:
         self.redis = client
         self.store = store
+        self.max_depth = max_depth
+        self.dedup_ttl_s = dedup_ttl_s
         self.queue = Queue(QUEUE_NAME, connection=client, serializer=JSONSerializer)
+        self._claim = client.register_script(_CLAIM)
+
+    def check_capacity(self, adding: int) -> None:
+        """Backpressure: refuse (429) rather than queue work nobody will wait for."""
+        depth = self.depth()
+        if depth + adding > self.max_depth:
+            raise Overloaded(
+                f"the queue holds {depth} episodes (bound {self.max_depth}); retry later",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
 
     def submit(self, requests: Sequence[EpisodeCreate]) -> list[str]:
-        """Store and enqueue episodes in one pipeline (one round trip for a whole batch)."""
-        ids = [new_episode_id() for _ in requests]
+        """Store and enqueue episodes (one pipeline for a whole batch); ids in order.
+
+        Identical one-shot requests share one episode (see the module docstring).
+        """
+        fresh = [new_episode_id() for _ in requests]
+        ids = list(fresh)
+        if self.dedup_ttl_s > 0:
+            pipe = self.redis.pipeline(transaction=False)
+            shareable = [i for i, r in enumerate(requests) if r.mode is EpisodeMode.oneshot]
+            for i in shareable:
+                self._claim(keys=[content_key(requests[i])],
+                            args=[fresh[i], self.dedup_ttl_s, f"{PREFIX}episode:"], client=pipe)
+            for i, claimed in zip(shareable, pipe.execute(), strict=True):
+                ids[i] = claimed.decode() if isinstance(claimed, bytes) else str(claimed)
+        new = [(i, r) for i, r in enumerate(requests) if ids[i] == fresh[i]]
+        if not new:
+            return ids
+        self.check_capacity(len(new))
         pipe = self.redis.pipeline()
-        for episode_id, request in zip(ids, requests, strict=True):
-            self.store.add(pipe, episode_id, request)
+        for i, request in new:
+            self.store.add(pipe, ids[i], request)
         jobs = [
             Queue.prepare_data(
                 RUN_EPISODE,
@@ -61,7 +120,7 @@ class EpisodeQueue:
                 failure_ttl=JOB_RESULT_TTL_S * 60,
                 description=f"episode {episode_id}",
             )
-            for episode_id, request in zip(ids, requests, strict=True)
+            for episode_id, request in ((ids[i], r) for i, r in new)
         ]
         self.queue.enqueue_many(jobs, pipeline=pipe)
         pipe.execute()

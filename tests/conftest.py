@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -33,9 +34,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    """A Redis database of this test session's own (sessions may run side by side)."""
+@contextmanager
+def claimed_database() -> Iterator[str]:
+    """A Redis database nobody else is using (test sessions may run side by side)."""
     for db in TEST_DBS:
         url = f"{TEST_REDIS}/{db}"
         client = redis.Redis.from_url(url)
@@ -55,6 +56,12 @@ def redis_url() -> Iterator[str]:
             return
         client.close()
     pytest.fail("every test Redis database is in use by another test session")
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    with claimed_database() as url:
+        yield url
 
 
 @pytest.fixture
@@ -92,13 +99,15 @@ def service_env(redis_url: str, port: int, **extra: str) -> dict[str, str]:
     return env
 
 
-def wait_ready(url: str, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+def wait_ready(
+    url: str, process: subprocess.Popen[bytes], timeout_s: float, *, path: str = "/readyz"
+) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"the service exited with {process.returncode} while starting")
         try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+            if httpx.get(f"{url}{path}", timeout=2).status_code == 200:
                 return
         except httpx.TransportError:
             pass

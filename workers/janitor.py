@@ -10,8 +10,8 @@ them to drop the sample. Containers whose worker is gone are removed by label.
 from __future__ import annotations
 
 import logging
+import os
 import threading
-import time
 
 from redis.exceptions import RedisError
 
@@ -45,24 +45,34 @@ class Janitor:
         self.engine = engine
         self.pool = pool
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="janitor", daemon=True)
+        # Two threads: a sweep can wait seconds on a busy Docker engine, and a heartbeat
+        # held up behind it would make this worker look dead to the others.
+        self._threads = [
+            threading.Thread(target=self._beat, name="heartbeat", daemon=True),
+            threading.Thread(target=self._sweep_loop, name="janitor", daemon=True),
+        ]
 
     def start(self) -> None:
         self.store.heartbeat(self.worker, host=self.host)
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        for thread in self._threads:
+            thread.join(timeout=10)
 
-    def _loop(self) -> None:
-        last_sweep = 0.0
+    def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
             try:
                 self.store.heartbeat(self.worker, host=self.host)
-                if time.monotonic() - last_sweep >= self.sweep_s:
-                    last_sweep = time.monotonic()
-                    self.sweep()
+            except RedisError as exc:
+                log.warning("heartbeat: Redis error: %s", exc)
+
+    def _sweep_loop(self) -> None:
+        while not self._stop.wait(self.sweep_s):
+            try:
+                self.sweep()
             except RedisError as exc:
                 log.warning("janitor: Redis error: %s", exc)
             except Exception:
@@ -70,11 +80,26 @@ class Janitor:
 
     def sweep(self) -> None:
         live = set(self.store.live_workers(self.heartbeat_ttl_s))
+        live |= {w for w in self.store.dead_workers(self.heartbeat_ttl_s) if self._alive_here(w)}
         self.end_abandoned(live)
         if self.engine is not None:
             self.reap_containers(live)
         if self.pool is not None:
             self.pool.drain_idle()
+
+    def _alive_here(self, worker: str) -> bool:
+        """A worker of this host whose process still exists is slow, not dead."""
+        host, _, rest = worker.rpartition(".")[0].rpartition(".")
+        pid = rest if host else ""
+        if host != self.host or not pid.isdigit():
+            return False
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
     def end_abandoned(self, live: set[str]) -> int:
         ended = 0

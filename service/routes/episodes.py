@@ -21,12 +21,11 @@ from proctor.models import (
     Verdict,
 )
 from service.deps import Authenticated, Resources, ResourcesDep
-from service.errors import BadRequest, Conflict, NotFound, Overloaded
+from service.errors import BadRequest, Conflict, NotFound
 from service.store import EpisodeRecord
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"], dependencies=[Authenticated])
 
-RETRY_AFTER_S = 5
 INTERACTIVE_START_S = 180.0
 
 
@@ -54,16 +53,6 @@ def validate_request(resources: Resources, request: EpisodeCreate) -> None:
         raise BadRequest(
             f"limits.timeout_s {task.limits.timeout_s} is over this deployment's "
             f"maximum of {settings.max_episode_s} s"
-        )
-
-
-def check_capacity(resources: Resources, adding: int) -> None:
-    depth = resources.queue.depth()
-    if depth + adding > resources.settings.max_queue_depth:
-        raise Overloaded(
-            f"the queue holds {depth} episodes (bound {resources.settings.max_queue_depth}); "
-            "retry later",
-            headers={"Retry-After": str(RETRY_AFTER_S)},
         )
 
 
@@ -113,7 +102,6 @@ async def create_episode(
     request: EpisodeCreate, resources: ResourcesDep, wait: WaitSeconds = 0
 ) -> JSONResponse:
     validate_request(resources, request)
-    await to_thread.run_sync(check_capacity, resources, 1)
     [episode_id] = await to_thread.run_sync(resources.queue.submit, [request])
     if request.mode is EpisodeMode.interactive:
         return await ready_interactive(resources, episode_id)
@@ -151,7 +139,6 @@ async def create_episodes(batch: EpisodeBatchCreate, resources: ResourcesDep) ->
         raise BadRequest(f"at most {resources.settings.max_batch} episodes per batch")
     for request in batch.episodes:
         validate_request(resources, request)
-    await to_thread.run_sync(check_capacity, resources, len(batch.episodes))
     ids = await to_thread.run_sync(resources.queue.submit, batch.episodes)
     return EpisodeBatchCreated(ids=ids)
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 import redis
 
-from tests.conftest import REPO_ROOT, free_port, service_env, stop, wait_ready
+from tests.conftest import REPO_ROOT, claimed_database, free_port, service_env, stop, wait_ready
 from tests.e2e.helpers import episode, run
 
 ADD = "def add(a, b):\n    return a + b\n"
@@ -92,6 +92,15 @@ def test_batch_with_one_bad_episode_queues_nothing(http: httpx.Client, redis_url
     assert queued(redis_url) == before
 
 
+def test_identical_requests_share_one_episode(http: httpx.Client) -> None:
+    body = episode("def add(a, b):\n    return a + b  # dedup\n")
+    first = http.post("/v1/episodes", json=body).json()["id"]
+    retry = http.post("/v1/episodes", params={"wait": 60}, json=body).json()
+    assert retry["id"] == first and retry["reward"] == 1.0
+    other = {**body, "metadata": {"sample": "2"}}
+    assert http.post("/v1/episodes", json=other).json()["id"] != first
+
+
 def test_cancel(http: httpx.Client) -> None:
     slow = episode(ADD, tests="import time\n\ndef test_slow():\n    time.sleep(20)\n", timeout_s=30)
     episode_id = http.post("/v1/episodes", json=slow).json()["id"]
@@ -131,6 +140,32 @@ def api_with_tokens(redis_url: str) -> Iterator[str]:
         yield url
     finally:
         stop(process)
+
+
+@pytest.fixture(scope="module")
+def api_with_small_queue() -> Iterator[tuple[str, str]]:
+    """An API process with a queue bound of 1, on a database of its own, with no workers."""
+    with claimed_database() as redis_url:
+        port = free_port()
+        env = service_env(redis_url, port, PROCTOR_MAX_QUEUE_DEPTH="1", PROCTOR_DEDUP_TTL_S="0")
+        process = subprocess.Popen([sys.executable, "-m", "proctor.cli", "serve"], env=env,
+                                   cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_ready(url, process, 30, path="/healthz")
+            yield url, redis_url
+        finally:
+            stop(process)
+
+
+def test_a_full_queue_answers_429_with_retry_after(api_with_small_queue: tuple[str, str]) -> None:
+    url, redis_url = api_with_small_queue
+    assert httpx.post(f"{url}/v1/episodes", json=episode(ADD)).status_code == 202
+    response = httpx.post(f"{url}/v1/episodes", json=episode(ADD, timeout_s=5))
+    assert response.status_code == 429
+    assert int(response.headers["Retry-After"]) > 0
+    assert queued(redis_url) == 1
 
 
 def test_auth_is_enforced_when_tokens_are_configured(api_with_tokens: str) -> None:

@@ -276,10 +276,14 @@ class Engine:
             raise _wrap(exc, f"exec in {container_id[:12]}") from exc
         sock: socket.socket = getattr(raw, "_sock", raw)
         try:
+            # never block past the deadline, also not on writing stdin to a stuck exec
+            sock.settimeout(max(timeout_s, 1.0))
             if stdin is not None:
                 sock.sendall(stdin)
                 sock.shutdown(socket.SHUT_WR)
             out, err, timed_out, truncated = _read_frames(sock, started + timeout_s, max_output)
+        except TimeoutError:
+            out, err, timed_out, truncated = bytearray(), bytearray(), True, {1: False, 2: False}
         except OSError as exc:
             raise SandboxError(f"exec stream in {container_id[:12]} broke: {exc}") from exc
         finally:
