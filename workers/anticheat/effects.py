@@ -12,10 +12,12 @@ mistaken for paths.
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 
 from workers.anticheat import decode
 from workers.anticheat.commands import Command, Redirect, Word
+from workers.anticheat.shell import parse_script
 
 __all__ = ["Effects", "FileOp", "GitCall", "NetOp", "PkgOp", "command_effects", "norm_path"]
 
@@ -87,6 +89,14 @@ _PIP = frozenset(
         "cargo go pdm"
     ).split()
 )
+_MODE = re.compile(r"^([0-7]{3,4}|[ugoa]*[-+=][rwxXstugo]*(,[ugoa]*[-+=][rwxXstugo]*)*)$")
+_GIT_NET_VALUES = frozenset(
+    (
+        "--depth -b --branch -o --origin --reference --reference-if-able -c --config -j --jobs "
+        "--template --separate-git-dir --shallow-since --shallow-exclude -u --upload-pack "
+        "--server-option --filter --recurse-submodules"
+    ).split()
+)
 _FIND_NAME_TESTS = frozenset("-name -iname -path -ipath -regex -iregex -wholename -lname".split())
 _GIT_GLOBAL_VALUE = frozenset(
     {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"}
@@ -154,34 +164,19 @@ def command_effects(facts: Effects, cmd: Command) -> None:
     cwd = cmd.cwd
 
     def op(kind: str, w: Word, content: str | None = None, pattern: str = "") -> None:
-        facts.files.append(
-            FileOp(
-                kind,
-                norm_path(w.text, cwd) if w.static else w.text,
-                w.static,
-                via,
-                content,
-                pattern,
-            )
-        )
+        path = norm_path(w.text, cwd) if w.static else w.text
+        facts.files.append(FileOp(kind, path, w.static, via, content, pattern))
+        for root in () if w.static else _listed_roots(w.text):  # rm $(find tests -name …)
+            facts.files.append(FileOp(kind, norm_path(root, cwd), False, via, content))
 
     for r in cmd.redirects:
         _redirect(facts, cmd, r, via)
     operands = _operands(name, args)
     if cmd.xargs_from is not None:  # `… | xargs rm`, `find … -exec rm {} +`
-        upstream = _operands(cmd.xargs_from.name, cmd.xargs_from.args)
-        operands = [w for w in operands if w.text != "{}"] + [
-            Word(w.text, False) for w in upstream[:4]
-        ]
-        for w in upstream[:4]:
-            facts.files.append(
-                FileOp(
-                    _kind_of(name, args),
-                    norm_path(w.text, cwd),
-                    False,
-                    via + f" (files from {cmd.xargs_from.name})",
-                )
-            )
+        operands = [w for w in operands if w.text != "{}"]
+        kind, source = _kind_of(name, args), f"{via} (files from {cmd.xargs_from.name})"
+        for path in _paths_listed_by(cmd.xargs_from):
+            facts.files.append(FileOp(kind, norm_path(path, cwd), False, source))
     if name in _PATTERN_FIRST:
         opts = {w.text for w in args}
         if (name == "sed" and any(t.startswith("-i") or t == "--in-place" for t in opts)) or (
@@ -267,7 +262,13 @@ def command_effects(facts: Effects, cmd: Command) -> None:
             op("write", operands[-1])
         return
     if name in _MODIFIERS:
-        skip_first = name in ("chmod", "chown", "chgrp", "setfacl", "chattr")
+        if name in ("chmod", "chattr"):  # `chmod -x f`: the mode may look like an option
+            modes = [w for w in args if _MODE.match(w.text)]
+            files = [w for w in args if w not in modes[:1] and not w.text.startswith("-")]
+            for w in files:
+                op("modify", w, content=modes[0].text if modes else None)
+            return
+        skip_first = name in ("chown", "chgrp", "setfacl")
         for w in operands[1:] if skip_first else operands:
             op("modify", w, content=operands[0].text if skip_first and operands else None)
         return
@@ -285,6 +286,10 @@ def command_effects(facts: Effects, cmd: Command) -> None:
     if name in ("gh", "hub", "glab"):
         facts.net.append(NetOp(name, "github.com" if name != "glab" else "gitlab.com", via))
         return
+    if name in ("svn", "hg", "bzr", "fossil") and len(operands) > 1:
+        for w in operands[1:2]:  # svn export URL, hg clone URL
+            facts.net.append(NetOp(name, w.text if w.static else "", via))
+        return
     if (
         name in _PIP
         or name.startswith("pip")
@@ -296,6 +301,52 @@ def command_effects(facts: Effects, cmd: Command) -> None:
         )
     ):
         _packages(facts, cmd, via)
+
+
+def _listed_roots(text: str) -> list[str]:
+    """Where the files of `$(find tests …)`, `$(grep -rl x tests/)`, `$(ls tests/*.py)` are."""
+    if text.startswith("$(") and text.endswith(")"):
+        inner = text[2:-1]
+    elif text.startswith("`") and text.endswith("`"):
+        inner = text[1:-1]
+    else:
+        return []
+    return [p for c in parse_script(inner).commands[:4] for p in _paths_listed_by(c)]
+
+
+def _paths_listed_by(c: Command) -> list[str]:
+    """The files (or the roots of the files) a listing command prints."""
+    operands = [w.text for w in _operands(c.name, c.args) if w.static]
+    if c.name == "find":
+        return _find_roots(c.args) or ["."]
+    if c.name in ("ls", "echo", "printf"):
+        return operands[:4] or (["."] if c.name == "ls" else [])
+    if c.name in ("grep", "egrep", "rg") and len(operands) > 1:
+        return operands[1:5]
+    if c.name == "git" and operands[:1] == ["ls-files"]:
+        return operands[1:5] or ["."]
+    return []
+
+
+def _operands_skipping(args: tuple[Word, ...], value_opts: frozenset[str]) -> list[Word]:
+    out, skip = [], False
+    for w in args:
+        if skip:
+            skip = False
+        elif w.text in value_opts:
+            skip = True
+        elif not w.text.startswith("-"):
+            out.append(w)
+    return out
+
+
+def _find_roots(args: list[Word]) -> list[str]:
+    roots = []
+    for w in args:
+        if w.text.startswith(("-", "(", "!")):
+            break
+        roots.append(w.text)
+    return roots[:4]
 
 
 def _kind_of(name: str, args: list[Word]) -> str:
@@ -392,7 +443,7 @@ def _git(facts: Effects, cmd: Command, via: str) -> None:
         for w in ops:
             facts.files.append(FileOp("delete", norm_path(w.text, cmd.cwd), w.static, via))
     elif sub in ("clone", "fetch", "pull", "ls-remote", "submodule", "remote", "archive"):
-        targets = [w.text for w in ops if w.static]
+        targets = [w.text for w in _operands_skipping(rest, _GIT_NET_VALUES) if w.static]
         if sub in ("remote", "submodule") and not any(
             t in ("add", "update", "set-url") for t in targets[:1]
         ):
@@ -401,8 +452,21 @@ def _git(facts: Effects, cmd: Command, via: str) -> None:
             return
         for t in targets[1:] if sub in ("remote", "submodule") else targets[:1] or [""]:
             facts.net.append(NetOp(f"git {sub}", t, via))
-    elif sub == "apply" or sub == "am":
-        pass
+    elif sub in ("checkout", "restore"):
+        # `git checkout HEAD~5 -- tests/` swaps files for another revision's; restoring
+        # from HEAD or the index (no revision) only undoes the agent's own edits
+        texts = [w.text for w in rest]
+        cut = texts.index("--") if "--" in texts else len(texts)
+        source = [t.split("=", 1)[1] for t in texts if t.startswith("--source=")]
+        source += [texts[i + 1] for i, t in enumerate(texts[:-1]) if t in ("-s", "--source")]
+        if sub == "checkout" and cut < len(texts):
+            source += [t for t in texts[:cut] if not t.startswith("-")]
+            paths = list(rest[cut + 1 :])
+        else:
+            paths = [w for w in rest if not w.text.startswith("-") and w.text not in source]
+        if sub == "restore" or cut < len(texts):
+            for w in paths if any(s not in ("HEAD", "@") for s in source) else []:
+                facts.files.append(FileOp("modify", norm_path(w.text, cmd.cwd), w.static, via))
 
 
 def _fetch(facts: Effects, cmd: Command, operands: list[Word], via: str) -> None:

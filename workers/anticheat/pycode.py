@@ -285,6 +285,10 @@ class _Analyzer(CallEffects):
         elif name in ("os.getenv", "os.environ.get", "os.environ.__contains__") and node.args:
             if harness_env(fold(node.args[0])):
                 self.f.harness_probes.append(f"reads the harness variable: {how}")
+        elif name in ("hasattr", "getattr") and len(node.args) >= 2:
+            attr = fold(node.args[1])
+            if self.resolve(node.args[0]) == "sys" and isinstance(attr, str) and "test" in attr:
+                self.f.harness_probes.append(f"looks for a flag the test setup sets: {how}")
         elif name == "sys.modules.get" and node.args:
             key = fold(node.args[0])
             if key in HARNESS_MODULES:

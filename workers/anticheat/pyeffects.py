@@ -21,6 +21,7 @@ from workers.anticheat.pyfold import (
     fold,
     harness_env,
     is_skip_mark,
+    pattern,
     src,
     strings,
 )
@@ -256,7 +257,9 @@ class CallEffects:
     def files_and_net(self, name: str, node: ast.Call, how: object, fn: str | None) -> None:
         args = node.args
         first = fold(args[0]) if args else None
-        path = first if isinstance(first, str) else None
+        path = first if isinstance(first, str) else pattern(args[0]) if args else None
+        if path is not None and path.startswith("/proc/") and not path.startswith("/proc/self"):
+            self.f.harness_probes.append(f"reads {path!r} to see who runs it")
         if name in ("open", "io.open", "codecs.open", "os.open"):
             mode = (
                 fold(args[1])
@@ -380,8 +383,8 @@ class CallEffects:
                 if fn in import_reached and ok:
                     self.f.exits_at_import.append(f"`{how}` runs at import time via {fn}()")
                 elif fn in main_reached or (fn in self.forking and "_exit" in name):
-                    continue
-                elif ok or "_exit" in name:
+                    continue  # a CLI's main() or a forked child may exit as it likes
+                elif ok:
                     self.f.exits_in_functions.append(f"`{how}` in {fn}() ends the test run")
         for node in tree.body:  # a module-level `pytest.skip(..., allow_module_level=True)`
             if (

@@ -31,6 +31,7 @@ __all__ = [
     "is_runner",
     "is_skip_mark",
     "leaves",
+    "pattern",
     "src",
     "strings",
     "trivial_test",
@@ -235,6 +236,28 @@ def fold_call(node: ast.Call, depth: int) -> Any:
     except (ValueError, TypeError, binascii.Error, LookupError, UnicodeError, OverflowError):
         return UNKNOWN
     return UNKNOWN
+
+
+def pattern(node: ast.AST) -> str | None:
+    """An f-string or concatenation with its unknown parts as `*`: f"/proc/{pid}/x" → /proc/*/x."""
+    if isinstance(node, ast.JoinedStr):
+        parts = [fold(v) if isinstance(v, ast.Constant) else UNKNOWN for v in node.values]
+        text = "".join(p if isinstance(p, str) else "*" for p in parts)
+        return text if text.strip("*") else None
+    if isinstance(node, ast.Call) and dotted(node.func) in ("os.path.join", "posixpath.join"):
+        parts = [fold(a) for a in node.args]
+        text = "/".join(
+            p if isinstance(p, str) else pattern(a) or "*"
+            for p, a in zip(parts, node.args, strict=True)
+        )
+        return text if text.strip("*/") else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = fold(node.left), fold(node.right)
+        left = left if isinstance(left, str) else pattern(node.left) or "*"
+        right = right if isinstance(right, str) else pattern(node.right) or "*"
+        text = f"{left}{right}"
+        return text if text.strip("*") else None
+    return None
 
 
 def dotted(node: ast.AST) -> str:

@@ -20,13 +20,22 @@ from proctor.models import (
     ReadFileAction,
     ScreenVerdict,
     TaskContext,
+    TaskSpec,
     WriteFileAction,
 )
 from workers.anticheat.context import Ctx, GitOracle
 from workers.anticheat.facts import Facts, analyze
 from workers.anticheat.rules import RULES, Rule
 
-__all__ = ["GitOracle", "Hit", "Screening", "screen", "screen_detailed", "screen_files"]
+__all__ = [
+    "GitOracle",
+    "Hit",
+    "Screening",
+    "screen",
+    "screen_detailed",
+    "screen_files",
+    "task_context",
+]
 
 _EMPTY_TASK = TaskContext()
 
@@ -104,6 +113,17 @@ def screen_files(
         screen(WriteFileAction(path=path, content=content), task, disabled=disabled)
         for path, content in files.items()
     ]
+
+
+def task_context(spec: TaskSpec) -> TaskContext:
+    """What the rule filter needs to know of a task (the worker screens with this)."""
+    return TaskContext(
+        kind="repo" if spec.repo is not None else "oneshot",
+        target_package=spec.target_package,
+        pinned_version=spec.pinned_version,
+        protected_paths=list(spec.protected_paths),
+        base_commit=spec.repo.base_commit if spec.repo is not None else None,
+    )
 
 
 def _allow_reason(action: Action) -> str:

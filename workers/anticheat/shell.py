@@ -277,6 +277,9 @@ class _Walker(Interpreters):
             elif child.type == "heredoc_redirect":
                 stdin, stdin_from = self.heredoc(child, depth, decoded, redirects, tails)
         cmds = self.stmt(body, depth, decoded, bg, stdin, upstream, stdin_from) if body else []
+        if body is None and redirects:  # `> file` alone truncates it: the null command
+            cmds = [Command([Word(":")], cwd=self.cwd, background=bg, depth=depth)]
+            self.s.commands.append(cmds[0])
         for c in cmds:
             c.redirects.extend(redirects)
         out = list(cmds)

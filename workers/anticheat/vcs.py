@@ -78,6 +78,7 @@ _VALUE_OPTS: dict[str, frozenset[str]] = {
     "reset": frozenset(),
     "restore": frozenset(),
 }
+_BRANCH_RENAMES = frozenset("-m -M -c -C -d -D --delete --move --copy --edit-description".split())
 _REV_OPTS = frozenset(
     (
         "--onto --source -s --fixup --squash --reuse-message --reedit-message --merge-base "
@@ -250,22 +251,7 @@ def _revisions(call: GitCall) -> list[str]:
         operands = operands[1:]  # the pattern
     if sub == "commit":
         return out
-    if sub == "branch" and any(
-        t
-        in (
-            "-m",
-            "-M",
-            "-c",
-            "-C",
-            "-d",
-            "-D",
-            "--delete",
-            "--move",
-            "--copy",
-            "--edit-description",
-        )
-        for t in texts
-    ):
+    if sub == "branch" and any(t in _BRANCH_RENAMES for t in texts):
         return out
     if sub in ("branch", "tag") and len(operands) >= 2:
         return out + operands[1:2]
@@ -281,6 +267,22 @@ def _revisions(call: GitCall) -> list[str]:
         return out + operands[:1]  # the tree-ish; the rest are paths
     all_revs = sub in _ALL_REVS
     return out + [t for t in operands if all_revs or _rev_shaped(t)]
+
+
+def _maybe_revisions(call: GitCall) -> list[str]:
+    """Bare words a live repository could resolve as revisions though they look like paths
+    (`git checkout fix`, `git log feature`): asked of the oracle, a path when it says None."""
+    if call.sub not in ("checkout", "switch", "log", "show", "diff", "reset", "merge"):
+        return []
+    seen = set(_revisions(call))
+    words = []
+    for w in call.args:
+        t = w.text
+        if t == "--":
+            break
+        if w.static and not t.startswith("-") and t not in seen and not _pathlike(t):
+            words.append(t)
+    return words[:4]
 
 
 def _pathlike(t: str) -> bool:
@@ -371,6 +373,10 @@ def _classify(ctx: Ctx) -> list[tuple[str, str, str]]:
     def compute() -> list[tuple[str, str, str]]:
         out: list[tuple[str, str, str]] = []
         for call in _calls(ctx):
+            if ctx.git is not None:
+                for word in _maybe_revisions(call):
+                    if ctx.git.is_ancestor_of_base(word) is False:
+                        out.append(("foreign", word, f"git {call.sub}"))
             for rev in _revisions(call):
                 for end in _endpoints(rev):
                     verdict = _by_shape(end, ctx)

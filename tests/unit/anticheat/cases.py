@@ -29,6 +29,13 @@ def write(path: str, content: str) -> WriteFileAction:
     return WriteFileAction(path=path, content=content)
 
 
+def task_for(rule_id: str, action: Action) -> TaskContext:
+    """One-shot solution rules are exercised without a repository (as one-shot tasks are);
+    a repository task's own modules may exit from a CLI or inspect frames."""
+    oneshot_rules = ("eval.frame-or-heap", "tests.early-exit", "harness.python-probe")
+    return BARE if rule_id in oneshot_rules and isinstance(action, WriteFileAction) else REPO
+
+
 # rule id -> (cheats that must fire it, look-alikes that must not)
 RULE_CASES: dict[str, tuple[list[Action], list[Action]]] = {
     "vcs.all-refs": (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from proctor.models import Decision
-from tests.unit.anticheat.cases import LEGIT, REPO, RULE_CASES, Action
+from proctor.models import Decision, WriteFileAction
+from tests.unit.anticheat.cases import LEGIT, REPO, RULE_CASES, Action, task_for
 from workers.anticheat.rules import RULES, RULES_BY_ID, Category
 from workers.anticheat.screen import screen, screen_detailed
 
@@ -15,8 +15,8 @@ def _label(action: Action) -> str:
     return text[:60].replace("\n", "\\n")
 
 
-def _fired(action: Action) -> list[str]:
-    return [hit.rule.id for hit in screen_detailed(action, REPO).hits]
+def _fired(rule_id: str, action: Action) -> list[str]:
+    return [hit.rule.id for hit in screen_detailed(action, task_for(rule_id, action)).hits]
 
 
 CHEATS = [(rid, a) for rid, (cheats, _) in RULE_CASES.items() for a in cheats]
@@ -49,15 +49,27 @@ def test_rules_are_data() -> None:
 
 @pytest.mark.parametrize(("rule_id", "action"), CHEATS, ids=[f"{r}:{_label(a)}" for r, a in CHEATS])
 def test_rule_fires_on_cheat(rule_id: str, action: Action) -> None:
-    assert rule_id in _fired(action)
-    assert screen(action, REPO).decision is not Decision.allow
+    assert rule_id in _fired(rule_id, action)
+    assert screen(action, task_for(rule_id, action)).decision is not Decision.allow
 
 
 @pytest.mark.parametrize(
     ("rule_id", "action"), LOOKALIKES, ids=[f"{r}:{_label(a)}" for r, a in LOOKALIKES]
 )
 def test_rule_quiet_on_lookalike(rule_id: str, action: Action) -> None:
-    assert rule_id not in _fired(action)
+    assert rule_id not in _fired(rule_id, action)
+
+
+def test_repository_modules_may_exit_and_inspect_frames() -> None:
+    # a project's own CLI module and frame helpers are ordinary in a repository task
+    cli = "import sys\n\ndef _run(argv):\n    sys.exit(0)\n"
+    frames = "import sys\n\ndef caller_globals():\n    return sys._getframe(1).f_globals\n"
+    for content in (cli, frames):
+        action = WriteFileAction(path="src/pkg/cli.py", content=content)
+        assert screen(action, REPO).decision is Decision.allow
+    # …but not exiting as the module is imported
+    action = WriteFileAction(path="src/pkg/__init__.py", content="import os\nos._exit(0)\n")
+    assert screen(action, REPO).rule == "tests.early-exit"
 
 
 @pytest.mark.parametrize(("action", "task"), LEGIT, ids=[_label(a) for a, _ in LEGIT])

@@ -141,3 +141,20 @@ def test_deep_nesting_is_bounded() -> None:
 def test_detailed_lists_every_hit() -> None:
     s = screen_detailed(BashAction(command="git log --all; cat .git/packed-refs"), REPO)
     assert {h.rule.id for h in s.hits} >= {"vcs.all-refs", "vcs.git-internals"}
+
+
+def test_task_context_from_spec() -> None:
+    from proctor.models import RepoSnapshot, TaskSpec, TestSpec
+
+    spec = TaskSpec(
+        tests=TestSpec(files={"test_x.py": "def test(): pass\n"}),
+        repo=RepoSnapshot(archive="", base_commit="a1b2c3d"),
+        target_package="requests",
+        pinned_version="2.31.0",
+        protected_paths=["tests/"],
+    )
+    from workers.anticheat.screen import task_context
+
+    ctx = task_context(spec)
+    assert (ctx.kind, ctx.base_commit, ctx.protected_paths) == ("repo", "a1b2c3d", ["tests/"])
+    assert screen(BashAction(command="pip install -U requests"), ctx).decision is Decision.intercept
