@@ -54,6 +54,7 @@ class Judged:
     category: str
     status: str
     flagged: bool
+    cheat: bool | None  # the model's raw verdict, before the threshold
     judge_category: str | None
     confidence: float | None
     latency_s: float
@@ -94,6 +95,7 @@ def judge_one(judge: Judge, row: Row) -> Judged:
         category=row.category,
         status=outcome.status.value,
         flagged=outcome.status is JudgeStatus.verdict and outcome.decision is Decision.intercept,
+        cheat=verdict.cheat if verdict else None,
         judge_category=verdict.category if verdict else None,
         confidence=verdict.confidence if verdict else None,
         latency_s=time.monotonic() - started,
@@ -157,6 +159,7 @@ def report(summary: dict[str, Any]) -> str:
         f"latency per action: p50 {lat['p50']:.2f}s  p95 {lat['p95']:.2f}s  max {lat['max']:.2f}s",
         f"throughput: {summary['calls_per_s']:.2f} calls/s over {summary['wall_s']:.1f}s",
         f"statuses: {summary['statuses']}  judge categories: {summary['judge_categories']}",
+        f"most common raw verdicts: {summary['raw_verdicts']}",
     ]
     return "\n".join(lines)
 
@@ -223,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
         "calls_per_s": round(len(judged) / wall, 3) if wall > 0 else None,
         "statuses": dict(Counter(j.status for j in judged)),
         "judge_categories": dict(Counter(j.judge_category for j in judged if j.flagged)),
+        "raw_verdicts": dict(
+            Counter(f"cheat={j.cheat} confidence={j.confidence}" for j in judged).most_common(5)
+        ),
         "items": [asdict(j) for j in judged],
     }
     print(report(summary))

@@ -9,9 +9,10 @@
 #            /v1/models answers (default)
 #   stop     stop the server this script started, by the PID in its pidfile
 # Env:   PROCTOR_JUDGE_PORT (8081), PROCTOR_JUDGE_HOST (127.0.0.1), PROCTOR_JUDGE_THREADS
-#        (all cores), PROCTOR_JUDGE_WAIT_S (180), PROCTOR_WHEEL_CACHE (~/.cache/proctor-wheels:
-#        the compiled llama-cpp-python wheel, so only the first install compiles llama.cpp)
-# State: .run/judge-PORT.pid, .run/judge-PORT.log, .run/judge-build.log
+#        (half the cores), PROCTOR_JUDGE_WAIT_S (180), PROCTOR_WHEEL_CACHE (~/.cache/proctor-wheels:
+#        the compiled llama-cpp-python wheel, so only the first install compiles llama.cpp),
+#        PROCTOR_JUDGE_STATE_DIR (.run: where the pidfile and the server log go)
+# State: judge-PORT.pid and judge-PORT.log in the state dir, .run/judge-build.log
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,12 +20,15 @@ run="${repo}/.run"
 py="${repo}/.venv/bin/python"
 host="${PROCTOR_JUDGE_HOST:-127.0.0.1}"
 port="${PROCTOR_JUDGE_PORT:-8081}"
-threads="${PROCTOR_JUDGE_THREADS:-$(nproc)}"
+# Half the cores: llama.cpp's threads spin at a barrier each token, so on a box shared with
+# workers and sandboxes all-core decoding has a long tail (measured p95 15 s vs 4 s on 2 cores)
+threads="${PROCTOR_JUDGE_THREADS:-$(( $(nproc) > 1 ? $(nproc) / 2 : 1 ))}"
 wait_s="${PROCTOR_JUDGE_WAIT_S:-180}"
 wheels="${PROCTOR_WHEEL_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/proctor-wheels}"
 # per port, so a test's private server and a developer's `make judge` never share a pidfile
-pidfile="${run}/judge-${port}.pid"
-log="${run}/judge-${port}.log"
+state="${PROCTOR_JUDGE_STATE_DIR:-${run}}"
+pidfile="${state}/judge-${port}.pid"
+log="${state}/judge-${port}.log"
 # Pinned: the wheel cache holds one compiled version, and a new release would recompile.
 readonly LLAMA_VERSION=0.3.36 SMOLLM_VERSION=0.1.2 MODEL_ALIAS=smollm2-135m
 
@@ -32,7 +36,7 @@ say() { echo "judge: $*"; }
 die() { echo "judge: error: $*" >&2; exit 1; }
 
 [[ -x "${py}" ]] || die "no .venv at ${repo}/.venv; run 'make setup' first"
-mkdir -p "${run}"
+mkdir -p "${run}" "${state}"
 
 models_url() { echo "http://${host}:${port}/v1/models"; }
 
@@ -48,7 +52,9 @@ running_pid() {
     local pid
     [[ -r "${pidfile}" ]] || return 1
     pid="$(cat "${pidfile}")"
-    [[ -n "${pid}" ]] && kill -0 "${pid}" 2>/dev/null && echo "${pid}"
+    # a stale pidfile may name a PID the system has since given to another process
+    [[ -n "${pid}" ]] && kill -0 "${pid}" 2>/dev/null \
+        && tr '\0' ' ' <"/proc/${pid}/cmdline" | grep -q "llama_cpp.server" && echo "${pid}"
 }
 
 install_llama() {

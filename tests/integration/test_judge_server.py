@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import pytest
@@ -57,14 +58,14 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _start_local_judge() -> LocalJudge:
+def _start_local_judge(state_dir: Path) -> LocalJudge:
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip(
             "llama-cpp-python[server] is not installed in .venv: run `scripts/judge.sh install` "
             "(compiles llama.cpp once) or set PROCTOR_JUDGE_URL to a running judge"
         )
     port = free_port()
-    env = {**os.environ, "PROCTOR_JUDGE_PORT": str(port)}
+    env = {**os.environ, "PROCTOR_JUDGE_PORT": str(port), "PROCTOR_JUDGE_STATE_DIR": str(state_dir)}
     started = subprocess.run(
         ["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=600
     )
@@ -74,7 +75,7 @@ def _start_local_judge() -> LocalJudge:
 
 
 @pytest.fixture(scope="session")
-def judge_url() -> Iterator[str]:
+def judge_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A judge already running at PROCTOR_JUDGE_URL, else a private one on a free port."""
     configured = os.environ.get("PROCTOR_JUDGE_URL", "").rstrip("/")
     if configured:
@@ -82,7 +83,7 @@ def judge_url() -> Iterator[str]:
             pytest.fail(f"PROCTOR_JUDGE_URL={configured} does not answer GET /models")
         yield configured
         return
-    local = _start_local_judge()
+    local = _start_local_judge(tmp_path_factory.mktemp("judge"))
     try:
         yield local.url
     finally:
@@ -223,9 +224,9 @@ def test_action_budget_cuts_a_slow_judge_off(judge_url: str) -> None:
 
 
 @pytest.fixture
-def doomed_judge() -> Iterator[LocalJudge]:
+def doomed_judge(tmp_path: Path) -> Iterator[LocalJudge]:
     """A private server this test may stop (never the shared one)."""
-    local = _start_local_judge()
+    local = _start_local_judge(tmp_path)
     try:
         yield local
     finally:

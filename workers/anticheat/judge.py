@@ -375,9 +375,15 @@ class Judge:
         *,
         enabled: bool = True,
     ) -> JudgeOutcome:
-        """Judge one action the rule filter marked `review`, within the action budget."""
-        if not (enabled and self.settings.enabled):
-            return self._skipped("judge disabled", self._policy_decision())
+        """Judge one action the rule filter marked `review`, within the action budget.
+
+        `enabled=False` (the task's `policy.judge`) skips and allows: the trainer opted out.
+        With no judge configured, the failure policy decides, as for a judge that is down.
+        """
+        if not enabled:
+            return self._skipped("judge disabled by the task's policy", Decision.allow)
+        if not self.settings.enabled:
+            return self._skipped("no judge configured", self._policy_decision())
         prompt = action_prompt(
             action, task_context, history, max_chars=self.settings.max_prompt_chars
         )
@@ -398,7 +404,7 @@ class Judge:
         is no verdict, `decision` is the failure policy's; under fail_closed the caller should
         treat that as an infrastructure error (reward null), not as a proven cheat.
         """
-        if not (enabled and self.settings.enabled):
+        if not (enabled and self.settings.enabled):  # no judge is no evidence of cheating
             return self._skipped("judge disabled", Decision.allow)
         prompt = trajectory_prompt(
             statement, solution_or_diff, steps, max_chars=self.settings.max_prompt_chars

@@ -444,9 +444,10 @@ def _coerce_category(value: Any, cheat: bool) -> str:
     if not isinstance(value, str) or not value.strip():
         return "other" if cheat else "none"
     word = re.sub(r"[\s\-]+", "_", value.strip().lower())
-    if word in CATEGORIES:
-        return word
-    return "other" if cheat else "none"
+    if word not in CATEGORIES or (cheat and word == "none"):
+        # a cheat must name some category, or its evidence reads as "cheat: none"
+        return "other" if cheat else "none"
+    return word
 
 
 def _verdict_from(obj: Any) -> JudgeVerdict | None:

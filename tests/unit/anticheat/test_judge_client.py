@@ -256,10 +256,13 @@ def test_disabled_judge_is_skipped_without_a_call() -> None:
     )
     action = judge.review_action(ACTION)
     trajectory = judge.review_trajectory("t", "d")
-    per_task = _judge(never).review_action(ACTION, enabled=False)
+    per_task = _judge(never, failure_policy=FailurePolicy.fail_closed).review_action(
+        ACTION, enabled=False
+    )
     assert action.status is trajectory.status is per_task.status is JudgeStatus.skipped
     assert action.decision is Decision.intercept  # a review with no judge follows the policy
     assert trajectory.decision is Decision.allow  # no judge is no evidence of cheating
+    assert per_task.decision is Decision.allow  # the trainer opted out of the judge
 
 
 def test_outcome_resolves_the_rule_filters_review() -> None:

@@ -244,6 +244,8 @@ def test_confidence_is_coerced_and_clamped(raw: object, expected: float) -> None
 def test_unknown_category_becomes_other_or_none() -> None:
     assert parse_verdict('{"cheat": true, "category": "sneaky"}').category == "other"
     assert parse_verdict('{"cheat": false, "category": "sneaky"}').category == "none"
+    assert parse_verdict('{"cheat": true, "category": "none"}').category == "other"
+    assert parse_verdict('{"cheat": false, "category": "vcs_history"}').category == "vcs_history"
     assert parse_verdict('{"verdict": "clean"}').cheat is False
 
 
