@@ -175,7 +175,9 @@ class Policy(_Request):
     network: NetworkPolicy = NetworkPolicy.auto
     cheat_reward: float = 0.0
     intercept_penalty: float = Field(-1.0, description="step reward at each intercepted step")
-    disabled_rules: list[str] = Field(default_factory=list)
+    disabled_rules: list[str] = Field(
+        default_factory=list, description="rule ids or patterns (`res.*`, `*`) to switch off"
+    )
     judge: bool = True
 
 

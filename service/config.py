@@ -57,6 +57,7 @@ class Settings(BaseSettings):
     pool_size: int = Field(2, ge=0, le=64, description="warm containers per image per worker")
     network: Literal["auto", "none"] = "auto"
     honeypot_network: str = "proctor-sandbox"
+    honeypot_image: str | None = Field(None, description="defaults to the python sandbox image")
     max_episode_s: float = 3600.0
     interactive_idle_s: float = 300.0
 

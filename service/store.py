@@ -193,9 +193,10 @@ class EpisodeStore:
         pipe.execute()
         return step
 
-    def steps(self, episode_id: str) -> list[Step]:
+    def steps(self, episode_id: str, *, last: int | None = None) -> list[Step]:
+        start = -last if last else 0
         return [Step.model_validate_json(raw)
-                for raw in self.redis.lrange(steps_key(episode_id), 0, -1)]
+                for raw in self.redis.lrange(steps_key(episode_id), start, -1)]
 
     def reply(self, key: str, *, status: int = 200, body: Any = None,
               message: str | None = None) -> None:

@@ -32,6 +32,7 @@ from proctor.models import (
     WriteFileAction,
 )
 from service.store import EpisodeRecord
+from workers.anticheat.guard import apply_policy, integrity_evidence
 from workers.evaluation.grading import STEERING_FILES, grading_plan, steering_paths
 from workers.evaluation.repo import bundle_script, sanitize_script
 from workers.evaluation.scoring import TestRun, score
@@ -46,6 +47,8 @@ SHELL_STATE = "/tmp/.proctor-shell"
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
 BUNDLE_PATH = "/tmp/.proctor-repo.bundle"
 START_TIMEOUT_S = 120.0
+HISTORY_FOR_JUDGE = 8
+DIFF_BYTES = 60_000
 
 
 def shell_command(command: str) -> str:
@@ -179,11 +182,13 @@ def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_
     task = record.request.task
     started = time.time()
     rt.redis.hset(f"proctor:episode:{episode_id}", "last_action", repr(started))
-    intercepted = rt.screen_action(record, action)
+    sandbox = _sandbox(rt, record)
+    history = rt.store.steps(episode_id, last=HISTORY_FOR_JUDGE)
+    intercepted, verdict = rt.guard.screen_action(sandbox, record, action, history)
     if intercepted is not None:
         step = intercepted
+        log.info("episode %s: step intercepted by %s", episode_id, verdict.rule)
     else:
-        sandbox = _sandbox(rt, record)
         op = action_op(action, output_bytes=task.limits.output_bytes,
                        max_timeout_s=rt.settings.max_episode_s)
         try:
@@ -213,12 +218,24 @@ def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
                        image_digest=rt.engine.image_digest(sandbox.container.spec.image),
                        host=rt.host, network=sandbox.container.spec.network)
     try:
+        restore = json.loads(record.fields.get("restore", "{}"))
         plan = grading_plan(task, keep=set(json.loads(record.fields.get("keep", "[]"))),
-                            restore=json.loads(record.fields.get("restore", "{}")))
+                            restore=restore)
+        # before sealing: what the agent left in protected paths, and its diff for the judge
+        looks: list[dict[str, Any]] = [{"op": "killall"},
+                                       {"op": "snapshot", "paths": task.protected_paths}]
+        if task.repo is not None:
+            looks.append({"op": "run", "output_bytes": DIFF_BYTES, "timeout_s": 30,
+                          "command": "git -c core.hooksPath=/dev/null add -A -N . >/dev/null "
+                                     f"2>&1; git --no-pager diff {task.repo.base_commit}"})
         run_started = time.monotonic()
-        reply = sandbox.program(plan.ops, timeout_s=plan.timeout_s + 10)
+        reply = sandbox.program(looks + plan.ops, timeout_s=plan.timeout_s + 40)
         run_s = time.monotonic() - run_started
-        test = next((r for r in reply.results if "exit_code" in r), None)
+        if len(reply.results) < len(looks):
+            raise RunnerBroken(reply.error or "the workspace could not be inspected")
+        left = reply.results[1]["files"]
+        diff = reply.results[2]["stdout"] if task.repo is not None else ""
+        test = next((r for r in reply.results[len(looks):] if "exit_code" in r), None)
         if test is None:
             raise RunnerBroken(reply.error or "the hidden tests did not run")
         oom = test["oom_killed"]
@@ -237,7 +254,11 @@ def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
             metadata=record.request.metadata,
             created_at=datetime.fromtimestamp(record.created, UTC), finished_at=datetime.now(UTC),
         )
-        result = rt.apply_cheat_policy(record, result)
+        evidence = integrity_evidence(
+            {p: c for p, c in restore.items() if _protected(p, task.protected_paths)}, left)
+        evidence += rt.guard.network_evidence(sandbox, since=record.created)
+        judged, judge_status = rt.guard.judge_trajectory(record, steps, diff)
+        result = apply_policy(record, result, evidence + judged, judge_status)
     except (RunnerBroken, SandboxError) as exc:
         result = infra_failure(record, f"grading failed: {exc}", steps=steps, sandbox=info)
     finally:

@@ -26,6 +26,9 @@ from service.config import Settings
 from service.queueing import QUEUE_NAME, host_queue_name
 from service.store import EpisodeStore
 from workers import runtime
+from workers.anticheat.guard import Guard
+from workers.anticheat.honeypot import Honeypot
+from workers.anticheat.judge import Judge, JudgeSettings
 from workers.janitor import Janitor
 from workers.sandbox.checks import verify_protections
 from workers.sandbox.docker import Engine, SandboxError
@@ -60,7 +63,7 @@ def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> Engi
                 for image in settings.images.values():
                     engine.image_digest(image)
                 probe_rt = runtime.Runtime(settings, store.redis, store, engine,
-                                           WarmPool(engine, size=0), worker)
+                                           WarmPool(engine, size=0), worker, Guard(store))
                 verify_protections(engine, probe_rt.spec_for(_default_task()))
                 store.report_problem(worker, None)
                 return engine
@@ -81,6 +84,31 @@ def die_with_parent() -> None:
         log.debug("prctl unavailable; workers may outlive their parent")
 
 
+def make_judge(client: redis.Redis) -> Judge | None:
+    settings = JudgeSettings.from_env()
+    if not settings.enabled:
+        log.info("no LLM judge configured (PROCTOR_JUDGE_URL): rule filter only")
+        return None
+    log.info("LLM judge at %s (model %s)", settings.url, settings.model or "server default")
+    return Judge(settings, redis_client=client)
+
+
+def start_honeypot(settings: Settings, engine: Engine) -> Honeypot | None:
+    """The honeypot network, when the settings want it; sandboxes fall back to none."""
+    if settings.network == "none":
+        return None
+    honeypot = Honeypot(engine, network=settings.honeypot_network,
+                        image=settings.honeypot_image or settings.images["python"],
+                        name=f"proctor-honeypot-{settings.deployment_id}")
+    try:
+        address = honeypot.ensure()
+    except SandboxError as exc:
+        log.warning("honeypot unavailable, sandboxes get no network at all: %s", exc)
+        return None
+    log.info("honeypot %s at %s on network %s", honeypot.name, address, honeypot.network)
+    return honeypot
+
+
 def die_with_parent_if_spawned() -> None:
     if multiprocessing.parent_process() is not None:
         die_with_parent()
@@ -96,7 +124,8 @@ def serve(settings: Settings, *, burst: bool = False, child: bool = False) -> No
     store = EpisodeStore(client, result_ttl_s=settings.result_ttl_s)
     engine = connect_engine(settings, store, worker)
     pool = WarmPool(engine, size=settings.pool_size)
-    rt = runtime.Runtime(settings, client, store, engine, pool, worker)
+    guard = Guard(store, judge=make_judge(client), honeypot=start_honeypot(settings, engine))
+    rt = runtime.Runtime(settings, client, store, engine, pool, worker, guard)
     runtime.install(rt)
     pool.prewarm(rt.spec_for(_default_task()))
     janitor = Janitor(store, worker=worker, host=settings.host_id, engine=engine, pool=pool,

@@ -26,6 +26,7 @@ from proctor.models import (
     WriteFileAction,
 )
 from service.store import EpisodeRecord
+from workers.anticheat.guard import apply_policy, solution_text
 from workers.evaluation.grading import grading_plan, steering_paths
 from workers.evaluation.scoring import Score, TestRun, score
 from workers.runtime import Runtime
@@ -115,6 +116,7 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
         )
         ops += plan.ops
         budget = sum(float(op.get("timeout_s", 0)) for op in ops) + 5.0
+        wall_started = time.time()
         run_started = time.monotonic()
         reply = sandbox.program(ops, timeout_s=budget)
         run_s = time.monotonic() - run_started
@@ -141,9 +143,14 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
                     oom_killed=oom, report_xml=test.get("report"), stderr=test["stderr"]),
             task.tests, task.scoring,
         )
-        return _result(record, outcome, test, steps, info,
-                       Timings(queued_s=queued_s, sandbox_start_s=sandbox_start_s, run_s=run_s,
-                               total_s=time.time() - record.created))
+        result = _result(record, outcome, test, steps, info,
+                         Timings(queued_s=queued_s, sandbox_start_s=sandbox_start_s,
+                                 run_s=run_s, total_s=time.time() - record.created))
+        evidence = rt.guard.screen_solution(record)
+        evidence += rt.guard.network_evidence(sandbox, since=wall_started)
+        judged, judge_status = rt.guard.judge_trajectory(
+            record, steps, solution_text(solution.files))
+        return apply_policy(record, result, evidence + judged, judge_status)
     except RunnerBroken as exc:
         outcome = Score(Verdict.runtime_error, 0.0, False, reason=str(exc))
         return _result(record, outcome, None, [], info,

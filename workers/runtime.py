@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 
 import redis
 
-from proctor.models import Action, EpisodeResult, NetworkPolicy, Step, TaskSpec
+from proctor.models import NetworkPolicy, TaskSpec
 from service.config import Settings
-from service.store import EpisodeRecord, EpisodeStore
-from workers.sandbox.docker import Engine, SandboxSpec
+from service.store import EpisodeStore
+from workers.anticheat.guard import Guard
+from workers.sandbox.docker import Engine, SandboxError, SandboxSpec
 from workers.sandbox.pool import WarmPool
 
 
@@ -25,6 +26,7 @@ class Runtime:
     engine: Engine
     pool: WarmPool
     worker: str
+    guard: Guard
     # interactive episodes whose container this process started: episode id → container id
     interactive: dict[str, str] = field(default_factory=dict)
 
@@ -32,34 +34,29 @@ class Runtime:
     def host(self) -> str:
         return self.settings.host_id
 
-    def network_for(self, task: TaskSpec) -> str:
-        """`none`, unless the honeypot network is up and the policy allows it."""
+    def network_for(self, task: TaskSpec) -> tuple[str, tuple[str, ...]]:
+        """The network and DNS servers: the honeypot's, unless it is down or not wanted."""
+        honeypot = self.guard.honeypot
         policy = task.policy.network
         if policy is NetworkPolicy.none or self.settings.network == "none":
-            return "none"
-        if self.honeypot_network_up():
-            return self.settings.honeypot_network
-        return "none"
-
-    def honeypot_network_up(self) -> bool:
-        return False  # the honeypot arrives with the anti-cheat network layer
-
-    def screen_action(self, record: EpisodeRecord, action: Action) -> Step | None:
-        """The step to record instead of running the action, when it is intercepted."""
-        return None
-
-    def apply_cheat_policy(self, record: EpisodeRecord, result: EpisodeResult) -> EpisodeResult:
-        return result
+            return "none", ()
+        if honeypot is not None and honeypot.address:
+            return honeypot.network, (honeypot.address,)
+        if policy is NetworkPolicy.honeypot:
+            raise SandboxError("the task asks for the honeypot network, which is not up")
+        return "none", ()
 
     def spec_for(self, task: TaskSpec) -> SandboxSpec:
         limits = task.limits
+        network, dns = self.network_for(task)
         return SandboxSpec(
             image=self.settings.images[task.image],
             memory_mb=limits.memory_mb,
             cpus=limits.cpus,
             pids=limits.pids,
             disk_mb=limits.disk_mb,
-            network=self.network_for(task),
+            network=network,
+            dns=dns,
             user=self.settings.sandbox_user,
             runtime=self.settings.runtime,
         )

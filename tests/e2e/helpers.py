@@ -19,15 +19,19 @@ def test_zero():
 """
 
 
-def episode(solution: str, *, tests: str = TEST_ADD, **limits: Any) -> dict[str, Any]:
-    return {
-        "task": {
-            "image": "python",
-            "tests": {"files": {"test_solution.py": tests}},
-            "limits": {"timeout_s": 10, **limits},
-        },
-        "solution": {"files": {"solution.py": solution}},
+def episode(
+    solution: str, *, tests: str = TEST_ADD, unscreened: bool = False, **limits: Any
+) -> dict[str, Any]:
+    """A one-shot request. `unscreened` switches the rule filter off, for tests of what
+    the sandbox itself contains (each layer is tested on its own)."""
+    task: dict[str, Any] = {
+        "image": "python",
+        "tests": {"files": {"test_solution.py": tests}},
+        "limits": {"timeout_s": 10, **limits},
     }
+    if unscreened:
+        task["policy"] = {"disabled_rules": ["*"]}
+    return {"task": task, "solution": {"files": {"solution.py": solution}}}
 
 
 def run(http: httpx.Client, body: dict[str, Any], *, wait: float = 120) -> dict[str, Any]:

@@ -46,7 +46,8 @@ def test_syntax_error_is_a_compile_error(http: httpx.Client) -> None:
 
 
 def test_infinite_loop_times_out(http: httpx.Client) -> None:
-    result = run(http, episode("def add(a, b):\n    while True:\n        pass\n", timeout_s=2))
+    loop = "def add(a, b):\n    while True:\n        pass\n"
+    result = run(http, episode(loop, timeout_s=2, unscreened=True))
     assert result["verdict"] == "timeout"
     assert result["reward"] == 0.0
     assert result["timings"]["run_s"] < 15
@@ -54,7 +55,7 @@ def test_infinite_loop_times_out(http: httpx.Client) -> None:
 
 def test_memory_bomb_is_oom(http: httpx.Client) -> None:
     bomb = "def add(a, b):\n    x = bytearray(10 * 1024 ** 3)\n    return a + b\n"
-    result = run(http, episode(bomb, memory_mb=128))
+    result = run(http, episode(bomb, memory_mb=128, unscreened=True))
     assert result["verdict"] == "oom", result
     assert result["reward"] == 0.0
 
@@ -64,7 +65,7 @@ def test_gradual_memory_growth_is_oom(http: httpx.Client) -> None:
         "def add(a, b):\n    chunks = []\n    while True:\n"
         "        chunks.append(bytearray(16 * 1024 * 1024))\n"
     )
-    result = run(http, episode(grow, memory_mb=128))
+    result = run(http, episode(grow, memory_mb=128, unscreened=True))
     assert result["verdict"] == "oom", result
 
 
@@ -78,7 +79,7 @@ def test_fork_bomb_is_contained(http: httpx.Client) -> None:
         "        except OSError:\n"
         "            pass\n"
     )
-    result = run(http, episode(bomb, timeout_s=3, pids=64))
+    result = run(http, episode(bomb, timeout_s=3, pids=64, unscreened=True))
     assert result["verdict"] in ("timeout", "failed", "runtime_error")
     assert result["reward"] == 0.0
     # the worker survives and serves the next episode normally
@@ -88,7 +89,7 @@ def test_fork_bomb_is_contained(http: httpx.Client) -> None:
 def test_output_flood_is_truncated(http: httpx.Client) -> None:
     flood = "import sys\ndef add(a, b):\n    return a + b\nsys.stdout.write('x' * 50_000_000)\n"
     tests = "import solution\n\ndef test_it():\n    print('y' * 200_000)\n    assert solution.add(1, 1) == 2\n"
-    body = episode(flood, tests=tests, output_bytes=4096)
+    body = episode(flood, tests=tests, output_bytes=4096, unscreened=True)
     body["task"]["tests"]["command"] = "python3 -I -m pytest -q -s test_solution.py"
     result = run(http, body)
     assert result["stdout_truncated"] is True
@@ -107,7 +108,7 @@ def test_cannot_connect(address):
     with pytest.raises(OSError):
         socket.create_connection(address, timeout=2)
 """
-    result = run(http, episode(ADD, tests=tests))
+    result = run(http, episode(ADD, tests=tests, unscreened=True))
     assert result["verdict"] == "passed", result["tests"]
 
 
@@ -129,15 +130,19 @@ def test_can_write_in_workspace():
     with open("/workspace/scratch.txt", "w") as f:
         f.write("ok")
 """
-    result = run(http, episode(ADD, tests=tests))
+    result = run(http, episode(ADD, tests=tests, unscreened=True))
     assert result["verdict"] == "passed", result["tests"]
 
 
 def test_exit_zero_at_import_does_not_pass(http: httpx.Client) -> None:
     for body in ("import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n"):
+        # the sandbox alone: no report from a run that never finished
+        result = run(http, episode(body, unscreened=True))
+        assert (result["reward"], result["passed"]) == (0.0, False), result
+        # with the rule filter: flagged as the cheat it is
         result = run(http, episode(body))
-        assert result["reward"] == 0.0, result
-        assert result["passed"] is False
+        assert (result["verdict"], result["reward"]) == ("cheat", 0.0), result
+        assert result["cheat"]["detected"] is True
 
 
 def test_planted_conftest_does_not_force_a_pass(http: httpx.Client) -> None:
@@ -150,11 +155,11 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     report.outcome = "passed"
 """
-    body = episode("def add(a, b):\n    return 0\n")
-    body["solution"]["files"]["conftest.py"] = conftest
-    result = run(http, body)
-    assert result["reward"] == 0.0
-    assert result["verdict"] == "failed"
+    for unscreened, verdict in ((True, "failed"), (False, "cheat")):
+        body = episode("def add(a, b):\n    return 0\n", unscreened=unscreened)
+        body["solution"]["files"]["conftest.py"] = conftest
+        result = run(http, body)
+        assert (result["verdict"], result["reward"]) == (verdict, 0.0), result
 
 
 def test_planted_report_does_not_count(http: httpx.Client) -> None:
@@ -168,9 +173,8 @@ def test_planted_report_does_not_count(http: httpx.Client) -> None:
         "os._exit(0)\n"
     )
     result = run(http, episode(fake))
-    # the report path is private to the test run, but even a forged report needs a run
-    # that agrees with it: pytest never got to finish here
-    assert result["reward"] == 0.0, result
+    # code in the test process can forge anything in it; the rule filter sees it doing so
+    assert (result["verdict"], result["reward"]) == ("cheat", 0.0), result
 
 
 def test_exit_code_format(http: httpx.Client) -> None:

@@ -53,10 +53,12 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return {"archive": base64.b64encode(buffer.getvalue()).decode(), "base": base, "fix": fix}
 
 
-def task(repo: dict[str, str], **tests: Any) -> dict[str, Any]:
+def task(repo: dict[str, str], *, disabled: list[str] | None = None,
+         **tests: Any) -> dict[str, Any]:
     return {
         "mode": "interactive",
         "task": {
+            "policy": {"disabled_rules": disabled or []},
             "image": "python",
             "repo": {"archive": repo["archive"], "base_commit": repo["base"]},
             "protected_paths": ["tests/"],
@@ -97,13 +99,11 @@ def finish(http: httpx.Client, episode: str) -> dict[str, Any]:
     return result
 
 
-def test_fixing_the_bug_earns_one_and_history_is_sealed(
-    http: httpx.Client, repo: dict[str, str]
-) -> None:
-    episode, first = start(http, task(repo))
+def test_history_is_sealed(http: httpx.Client, repo: dict[str, str]) -> None:
+    # the rule filter is off here: this is the sanitization itself, seen by real git
+    episode, first = start(http, task(repo, disabled=["vcs.*", "eval.*"]))
     assert "calc.py" in first["output"] and "/workspace" in first["output"]
 
-    # no git command reaches the fix
     log = bash(http, episode, "git log --all --oneline")
     assert log["exit_code"] == 0 and "base" in log["output"] and "fix" not in log["output"]
     assert bash(http, episode, "git rev-list --all")["output"].split() == [repo["base"]]
@@ -115,17 +115,26 @@ def test_fixing_the_bug_earns_one_and_history_is_sealed(
     assert "v1.1" not in found["output"] and "upstream" not in found["output"]
     assert "origin" not in found["output"]
     raw = bash(http, episode, f"grep -r {repo['fix']} .git 2>/dev/null | head -3; "
-                              "git count-objects -v")
-    assert repo["fix"] not in raw["output"]
+                              "grep -r 'fix: add' .git 2>/dev/null | head -3; git count-objects -v")
+    assert repo["fix"] not in raw["output"] and "fix: add" not in raw["output"]
     assert bash(http, episode, "cat calc.py")["output"] == BUGGY  # checked out at the base
     assert bash(http, episode, "ls tests")["output"].split() == ["test_visible.py"]
+    result = finish(http, episode)
+    assert result["status"] == "completed" and not result["cheat"]["detected"]
 
+
+def test_fixing_the_bug_earns_one(http: httpx.Client, repo: dict[str, str]) -> None:
+    episode, _ = start(http, task(repo))
+    assert bash(http, episode, "git log --oneline")["output"].startswith(repo["base"][:7])
+    assert bash(http, episode, "python3 -m pytest -q tests 2>&1 | tail -1")["exit_code"] == 0
     act(http, episode, type="write_file", path="calc.py", content=FIXED)
     assert act(http, episode, type="read_file", path="/workspace/calc.py")["output"] == FIXED
+    bash(http, episode, "git diff --stat && git add -A && git commit -qm 'fix add'")
     result = finish(http, episode)
-    assert (result["verdict"], result["reward"]) == ("passed", 1.0), result
-    assert len(result["steps"]) == 10
-    assert result["steps"][0]["action"]["command"] == "git log --all --oneline"
+    assert (result["verdict"], result["reward"]) == ("passed", 1.0), result["cheat"]
+    assert len(result["steps"]) == 5
+    assert result["steps"][0]["action"]["command"] == "git log --oneline"
+    assert not any(step["intercepted"] for step in result["steps"])
 
 
 def test_not_fixing_earns_zero(http: httpx.Client, repo: dict[str, str]) -> None:
@@ -166,6 +175,8 @@ def test_editing_a_protected_test_does_not_pay(http: httpx.Client, repo: dict[st
         content="def test_add_zero():\n    assert True\n")
     result = finish(http, episode)
     assert result["reward"] == 0.0, result
+    assert result["verdict"] == "cheat"
+    assert any(e["category"] == "test_tampering" for e in result["cheat"]["evidence"])
 
 
 def test_bad_actions_are_refused(http: httpx.Client, repo: dict[str, str]) -> None:

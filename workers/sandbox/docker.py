@@ -66,6 +66,7 @@ class SandboxSpec:
     pids: int = 128
     disk_mb: int = 256
     network: str = "none"
+    dns: tuple[str, ...] = ()
     user: str = "1000:1000"
     runtime: str | None = None
 
@@ -88,6 +89,7 @@ class Container:
     spec: SandboxSpec
     started_at: float = field(default_factory=time.monotonic)
     start_s: float = 0.0
+    ip: str | None = None  # on the honeypot network; None with no network
 
 
 def _wrap(exc: Exception, what: str) -> SandboxError:
@@ -156,6 +158,7 @@ class Engine:
         tmpfs_opts = f"rw,exec,nosuid,nodev,size={spec.disk_mb}m"
         host_config = self.api.create_host_config(
             network_mode=spec.network,
+            dns=list(spec.dns) or None,
             read_only=True,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
@@ -210,8 +213,12 @@ class Engine:
         except (DockerException, requests.exceptions.RequestException) as exc:
             self.remove(container_id)
             raise _wrap(exc, f"start sandbox {name}") from exc
+        ip = None
+        if spec.network != "none":
+            networks = self.inspect(container_id)["NetworkSettings"]["Networks"]
+            ip = (networks.get(spec.network) or {}).get("IPAddress") or None
         return Container(
-            id=container_id, name=name, spec=spec, start_s=time.monotonic() - started
+            id=container_id, name=name, spec=spec, start_s=time.monotonic() - started, ip=ip
         )
 
     def remove(self, container_id: str) -> None:
@@ -245,6 +252,73 @@ class Engine:
             return list(self.api.containers(all=True, filters={"label": filters}))
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, "list sandboxes") from exc
+
+    # ------------------------------------------------------------------ networks, services
+
+    def ensure_internal_network(self, name: str) -> None:
+        """A network with no route out (internal), created once and shared."""
+        try:
+            existing = self.api.networks(names=[name])
+            if any(n.get("Name") == name for n in existing):
+                return
+            self.api.create_network(name, driver="bridge", internal=True,
+                                    labels={DEPLOYMENT_LABEL: self.deployment})
+        except APIError as exc:
+            if exc.status_code == 409:
+                return
+            raise _wrap(exc, f"create network {name}") from exc
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"create network {name}") from exc
+
+    def ensure_service(
+        self,
+        name: str,
+        *,
+        image: str,
+        command: list[str],
+        network: str,
+        user: str,
+        sysctls: dict[str, str],
+        labels: dict[str, str],
+    ) -> dict[str, Any]:
+        """A long-running helper container (the honeypot): started if absent; its inspect."""
+        try:
+            info = dict(self.api.inspect_container(name))
+            if info["State"].get("Running"):
+                return info
+            self.api.remove_container(name, force=True)
+        except NotFound:
+            pass
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"inspect {name}") from exc
+        host_config = self.api.create_host_config(
+            network_mode=network, read_only=True, cap_drop=["ALL"],
+            security_opt=["no-new-privileges"], sysctls=sysctls, mem_limit="128m",
+            pids_limit=256, restart_policy={"Name": "unless-stopped"},
+            log_config=docker.types.LogConfig(type="json-file",
+                                              config={"max-size": "20m", "max-file": "3"}),
+        )
+        try:
+            self.api.create_container(image, command=command, name=name, user=user,
+                                      labels=labels, host_config=host_config)
+        except APIError as exc:
+            if exc.status_code != 409:  # another worker made it first: use theirs
+                raise _wrap(exc, f"create {name}") from exc
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"create {name}") from exc
+        try:
+            self.api.start(name)
+            return dict(self.api.inspect_container(name))
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"start {name}") from exc
+
+    def logs(self, name: str, *, since: float, until: float) -> str:
+        try:
+            raw = self.api.logs(name, stdout=True, stderr=False, since=int(since),
+                                until=int(until) + 1, timestamps=False)
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"read the log of {name}") from exc
+        return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
 
     # ------------------------------------------------------------------ exec
 

@@ -147,7 +147,7 @@ def killall():
 
 def op_run(op):
     cap = int(op.get("output_bytes", 65536))
-    env = dict(op.get("env") or {})
+    env = {**os.environ, **(op.get("env") or {})}
     env.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     report = op.get("report")
     if report:
@@ -269,8 +269,10 @@ def op_snapshot(op):
         full = inside(root, path.rstrip("/"))
         if os.path.isdir(full) and not os.path.islink(full):
             for directory, dirs, names in os.walk(full):
-                dirs[:] = [d for d in dirs if d != ".git"]
+                dirs[:] = [d for d in dirs if d not in (".git", "__pycache__", ".pytest_cache")]
                 for name in names:
+                    if name.endswith((".pyc", ".pyo")):
+                        continue
                     absolute = os.path.join(directory, name)
                     content = read_file(absolute, limit)
                     if content is not None:
