@@ -85,6 +85,7 @@ class Word:
     text: str
     static: bool = True
     decoded: bool = False  # the value was recovered by statically decoding a payload
+    payload: str | None = None  # for `<(…)`: what the substituted file holds, when static
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +233,17 @@ class Interpreters:
                 )
             elif not any(not w.text.startswith("-") for w in args):  # script on stdin
                 self._exec_stdin(cmd, depth, name, upstream)
+            else:
+                script = next(w for w in args if not w.text.startswith("-"))
+                if script.payload is not None:  # bash <(echo … | base64 -d)
+                    self._exec_text(
+                        script.payload, True, cmd, depth, f"{name} <(…)", decoded=script.decoded
+                    )
+            return
+        if name in ("source", ".") and args and args[0].payload is not None:
+            self._exec_text(
+                args[0].payload, True, cmd, depth, f"{name} <(…)", decoded=args[0].decoded
+            )
             return
         if name == "su" or name == "runuser" or name == "script":
             code = option_value(args, ("-c", "--command"))
@@ -338,6 +350,8 @@ class Interpreters:
                 i += 2
                 continue
             if t == "-" or not t.startswith("-"):
+                if args[i].payload is not None:  # python <(…)
+                    self.s.python.append((args[i].payload or "", "python <(…)"))
                 if t != "-":
                     return  # a script file: what it does is screened when it is written
                 break

@@ -119,6 +119,7 @@ class NetOp:
     tool: str
     target: str  # a URL, host or address; '' when not static
     via: str
+    written: str | None = None  # the file, when it is code written now to run later
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +176,11 @@ def command_effects(facts: Effects, cmd: Command) -> None:
     if cmd.xargs_from is not None:  # `… | xargs rm`, `find … -exec rm {} +`
         operands = [w for w in operands if w.text != "{}"]
         kind, source = _kind_of(name, args), f"{via} (files from {cmd.xargs_from.name})"
+        pattern = ""
+        if name in ("grep", "egrep", "fgrep", "rg") and operands:
+            kind, pattern = "search", operands[0].text  # `find / … | xargs grep -l def test_`
         for path in _paths_listed_by(cmd.xargs_from):
-            facts.files.append(FileOp(kind, norm_path(path, cwd), False, source))
+            facts.files.append(FileOp(kind, norm_path(path, cwd), False, source, None, pattern))
     if name in _PATTERN_FIRST:
         opts = {w.text for w in args}
         if (name == "sed" and any(t.startswith("-i") or t == "--in-place" for t in opts)) or (
@@ -282,6 +286,9 @@ def command_effects(facts: Effects, cmd: Command) -> None:
             for i, w in enumerate(args[:-1]):  # curl -O takes no value; wget -O does
                 if w.text in outputs:
                     op("write", args[i + 1])
+        return
+    if name == "ps" and args and args[0].text.isalpha() and "e" in args[0].text:
+        facts.files.append(FileOp("read", "/proc/*/environ", True, via))  # `ps auxe`, `ps eww`
         return
     if name in ("gh", "hub", "glab"):
         facts.net.append(NetOp(name, "github.com" if name != "glab" else "gitlab.com", via))

@@ -12,7 +12,7 @@ import posixpath
 from dataclasses import dataclass, field
 
 from proctor.models import BashAction, ReadFileAction, WriteFileAction
-from workers.anticheat.commands import Command, Script
+from workers.anticheat.commands import PYTHONS, SHELLS, Command, Script
 from workers.anticheat.effects import (
     Effects,
     FileOp,
@@ -86,15 +86,40 @@ def _bash(facts: Facts, command: str, depth: int) -> None:
         command_effects(facts, cmd)
     for code, origin in script.python:
         _add_python(facts, PySource(analyze_python(code), origin, True), depth)
+    written: dict[str, str] = {}
     for op in facts.files[files_before:]:  # `cat > conftest.py <<EOF` is a write_file too
         if op.kind in ("write", "append") and op.content is not None:
             _written_code(facts, op.path, op.content, depth)
+            written[op.path] = written.get(op.path, "") + op.content
+    if written and depth < 2:
+        _run_written(facts, script, written, depth)
+
+
+def _run_written(facts: Facts, script: Script, written: dict[str, str], depth: int) -> None:
+    """`cat > /tmp/x <<EOF … EOF; bash /tmp/x`: what the script runs, it runs now."""
+    for cmd in script.commands:
+        operands = [w for w in cmd.args if not w.text.startswith("-")]
+        if not operands or not operands[0].static:
+            continue
+        content = written.get(norm_path(operands[0].text, cmd.cwd))
+        if content is None:
+            continue
+        if cmd.name in SHELLS or cmd.name in ("source", "."):
+            if not operands[0].text.endswith((".sh", ".bash")):  # those were screened already
+                _bash(facts, content, depth + 1)
+        elif cmd.name in PYTHONS or cmd.name.startswith("python3."):
+            src = PySource(analyze_python(content), f"python {operands[0].text}", True)
+            _add_python(facts, src, depth)
 
 
 def _add_python(facts: Facts, src: PySource, depth: int) -> None:
     facts.python.append(src)
     if src.executed:  # what a snippet touches now; a written file is judged by its analysis
         _python_effects(facts, src)
+    else:  # …but where written code will connect to is known now, when it is a constant
+        for api, targets, _dynamic, how in src.facts.network:
+            for t in targets:
+                facts.net.append(NetOp(f"python:{api}", t, f"{src.origin}: {how}", src.path))
     for text, static, _how in src.facts.shell:
         if static and depth < 2:
             _bash(facts, text, depth + 1)  # subprocess.run(['git', 'log', '--all'])

@@ -34,11 +34,10 @@ __all__ = [
 _CODE_HOSTS = tuple(
     (
         "github.com githubusercontent.com gitlab.com bitbucket.org codeberg.org sourceforge.net "
-        "sr.ht googlesource.com gitee.com sourcegraph.com kernel.org pypi.org pythonhosted.org "
-        "pypi.python.org libraries.io npmjs.com npmjs.org crates.io rubygems.org pkg.go.dev "
-        "proxy.golang.org anaconda.org huggingface.co archive.org softwareheritage.org "
-        "stackoverflow.com stackexchange.com pastebin.com gist.github.com paste.debian.net "
-        "hastebin.com piwheels.org launchpad.net savannah.gnu.org git.sr.ht"
+        "sr.ht googlesource.com gitee.com sourcegraph.com kernel.org libraries.io "
+        "huggingface.co archive.org softwareheritage.org stackoverflow.com stackexchange.com "
+        "pastebin.com gist.github.com paste.debian.net hastebin.com launchpad.net "
+        "savannah.gnu.org git.sr.ht"
     ).split()
 )
 _LLM_HOSTS = tuple(
@@ -54,7 +53,10 @@ _LLM_HOSTS = tuple(
 _INFRA = tuple(
     (
         "bootstrap.pypa.io deb.debian.org security.debian.org archive.ubuntu.com "
-        "security.ubuntu.com dl-cdn.alpinelinux.org download.pytorch.org"
+        "security.ubuntu.com dl-cdn.alpinelinux.org download.pytorch.org "
+        # package indexes: asking them about an unrelated dependency is what pip does
+        "pypi.org pythonhosted.org pypi.python.org piwheels.org npmjs.com npmjs.org crates.io "
+        "rubygems.org pkg.go.dev proxy.golang.org anaconda.org conda.anaconda.org"
     ).split()
 )
 _METADATA = ("169.254.169.254", "metadata.google.internal", "100.100.100.200", "fd00:ec2::254")
@@ -137,11 +139,17 @@ def _on(host: str, domains: tuple[str, ...]) -> bool:
     return any(host == d or host.endswith("." + d) for d in domains)
 
 
+def _runs_as_script(path: str, ctx: Ctx) -> bool:
+    """Written code counts as a fetch when it is a solution or a helper script; a
+    repository's own modules (clients, docs, examples) mention URLs for a living."""
+    return ctx.task.kind != "repo" or "/" not in path or path.startswith("/tmp/")
+
+
 def _ops(ctx: Ctx) -> list[tuple[NetOp, str]]:
     def compute() -> list[tuple[NetOp, str]]:
         out = []
         for op in ctx.facts.net:
-            if op.tool.startswith("git "):
+            if op.tool.startswith("git ") or (op.written and not _runs_as_script(op.written, ctx)):
                 continue
             target = op.target
             if target and op.tool.startswith("python:") and not _HOSTISH.match(target):

@@ -229,8 +229,8 @@ class _Analyzer(CallEffects):
                 if base == "sys.modules" and isinstance(key, str):
                     if key in HARNESS_MODULES:
                         self.f.harness_probes.append(f"looks up sys.modules[{key!r}]")
-                    elif key == "__main__":
-                        self.f.heap_scans.append("reads the running test script's `__main__`")
+                    elif key == "__main__" or "test" in key:
+                        self.f.heap_scans.append(f"reads the test module sys.modules[{key!r}]")
                 elif base in ("os.environ", "os.environb") and harness_env(key):
                     self.f.harness_probes.append(f"reads the harness variable {key!r}")
 
@@ -289,6 +289,8 @@ class _Analyzer(CallEffects):
             attr = fold(node.args[1])
             if self.resolve(node.args[0]) == "sys" and isinstance(attr, str) and "test" in attr:
                 self.f.harness_probes.append(f"looks for a flag the test setup sets: {how}")
+        elif name in ("sys.modules.values", "sys.modules.items", "sys.modules.copy"):
+            self.f.heap_scans.append(f"walks every loaded module (the tests among them): {how}")
         elif name == "sys.modules.get" and node.args:
             key = fold(node.args[0])
             if key in HARNESS_MODULES:

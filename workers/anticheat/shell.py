@@ -452,13 +452,11 @@ class _Walker(Interpreters):
             for c in node.named_children:
                 cmds.extend(self.stmt(c, depth, decoded, False))
             self.cwd = saved_cwd
-            if t == "command_substitution" and len(cmds) >= 1:
-                out = decode.static_output(cmds[-1])
-                if out is not None:
-                    return Word(
-                        out.rstrip("\n"), True, decoded=any(c.name in decode.DECODERS for c in cmds)
-                    )
-            return Word(raw, static=False)
+            out = decode.static_output(cmds[-1]) if cmds else None
+            decoded_out = any(c.name in decode.DECODERS for c in cmds)
+            if t == "command_substitution" and out is not None:
+                return Word(out.rstrip("\n"), True, decoded=decoded_out)
+            return Word(raw, static=False, decoded=decoded_out and out is not None, payload=out)
         if t == "arithmetic_expansion":
             return Word(raw, static=False)
         if t == "array":
