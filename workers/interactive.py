@@ -118,6 +118,7 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
         state = {
             "container": container.id,
             "container_name": container.name,
+            "container_ip": container.ip or "",
             "keep": json.dumps(sorted(set(found["paths"]) | steering_paths(task.files))),
             "restore": json.dumps({**snapshot["files"],
                                    **{p: c for p, c in task.files.items()
@@ -147,7 +148,8 @@ def _protected(path: str, protected: list[str]) -> bool:
 def _sandbox(rt: Runtime, record: EpisodeRecord) -> Sandbox:
     spec = rt.spec_for(record.request.task)
     container = Container(id=record.fields["container"],
-                          name=record.fields.get("container_name", ""), spec=spec)
+                          name=record.fields.get("container_name", ""), spec=spec,
+                          ip=record.fields.get("container_ip") or None)
     return Sandbox(rt.engine, container, episode_id=record.id)
 
 
