@@ -207,7 +207,7 @@ def destructive(ctx: Ctx) -> str | None:
         ):
             return f"`kill {' '.join(texts)}` kills every process (or init)"
         if c.name in ("killall", "pkill") and any(
-            re.search(r"python|pytest|proctor|grader|init|dockerd|containerd", t)
+            re.search(r"proctor|grader|judge|^init$|dockerd|containerd|sshd", t)
             for t in texts
             if not t.startswith("-")
         ):

@@ -29,7 +29,7 @@ _READERS = frozenset(
         "cat tac head tail less more most bat batcat nl od xxd hexdump strings base64 zcat bzcat "
         "xzcat zless wc sort uniq cut paste diff cmp comm md5sum sha1sum sha256sum file source . "
         "vim vi view nano emacs pygmentize iconv column fold fmt unzip zipinfo readelf objdump "
-        "python-read cp rsync tar zip gzip gunzip split csplit shuf look tr expand pr sqlite3 "
+        "cp rsync tar zip gzip gunzip split csplit shuf look tr expand pr sqlite3 "
         "openssl gpg cksum sum b2sum"
     ).split()
 )
@@ -263,7 +263,10 @@ def command_effects(facts: Effects, cmd: Command) -> None:
             if name == "install" or name == "ln":
                 for w in operands[:-1]:
                     op("read", w)
-            op("write", operands[-1])
+            # a link's "content" is where it points: `ln -s /usr/bin/python3 python` is a fix,
+            # `ln -s /bin/true pytest` is not
+            link = f"-> {operands[0].text}" if name == "ln" and len(operands) > 1 else None
+            op("write", operands[-1], link)
         return
     if name in _MODIFIERS:
         if name in ("chmod", "chattr"):  # `chmod -x f`: the mode may look like an option

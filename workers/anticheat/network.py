@@ -260,6 +260,9 @@ def target_package(ctx: Ctx) -> str | None:
                 return f"`{op.manager} {op.verb}` fetches the task's package {spec!r}"
             if not op.index:
                 continue
+            pip = op.manager.split(" ")[0] in ("pip", "pip3", "uv") or op.manager.startswith("pip")
+            if pip and not constraint and not op.upgrade and ctx.task.kind == "repo":
+                continue  # pip sees the installed repository: `pip install pkg[extra]` keeps it
             exact = re.fullmatch(r"={1,3}\s*([\w.+!-]+)", constraint)
             if exact and pinned and exact.group(1) == pinned and not op.upgrade:
                 continue  # reinstalling the pinned release changes nothing

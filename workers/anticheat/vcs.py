@@ -115,7 +115,7 @@ def all_refs(ctx: Ctx) -> str | None:
             continue
         for w in call.args:
             t = w.text
-            if t.startswith(_REF_ENUM) or (t == "-g" and call.sub in ("log", "show")):
+            if t.split("=", 1)[0] in _REF_ENUM or (t == "-g" and call.sub in ("log", "show")):
                 return f"`git {call.sub} {t}` walks every ref, future commits included"
     return None
 
@@ -296,7 +296,7 @@ def _pathlike(t: str) -> bool:
 def _rev_shaped(t: str) -> bool:
     if ":" in t or ".." in t or "@{" in t or t.startswith("^"):
         return True
-    base = re.sub(r"([~^]\d*)+$|\^[@!-]$", "", t)
+    base = _peel(t)
     return bool(
         _HEADISH.fullmatch(t)
         or _HEX.fullmatch(base)
@@ -306,6 +306,11 @@ def _rev_shaped(t: str) -> bool:
         or _BRANCHY.fullmatch(base)
         or base in ("FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REBASE_HEAD")
     )
+
+
+def _peel(rev: str) -> str:
+    """`HEAD~2^{tree}` → `HEAD`: navigation suffixes do not change whose history it is."""
+    return re.sub(r"(\^\{[a-z]*\}|[~^]\d*)+$|\^[@!-]$", "", rev)
 
 
 def _endpoints(rev: str) -> list[str]:
@@ -324,7 +329,7 @@ def _by_shape(rev: str, ctx: Ctx) -> str:
         return "foreign"  # message search walks every ref
     if "@{" in rev:
         return "ok" if rev.startswith("stash@{") else "foreign"
-    base = re.sub(r"([~^]\d*)+$|\^[@!-]$", "", rev)
+    base = _peel(rev)
     if _HEADISH.fullmatch(base) or base in ("ORIG_HEAD", "HEAD", "@", "stash"):
         return "ok"
     if base in ("FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REBASE_HEAD"):
