@@ -358,6 +358,7 @@ class Step(_Result):
     rule: str | None = None
     category: str | None = None
     evidence: str | None = None
+    judge: str | None = Field(None, description="the LLM judge's review, when a rule asked")
     reward: float = 0.0
     started_at: float | None = None
 

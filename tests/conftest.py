@@ -149,3 +149,7 @@ def service_url(redis_url: str, docker_ready: None, tmp_path_factory: pytest.Tem
 def http(service_url: str) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=service_url, timeout=120) as client:
         yield client
+
+
+# the judge fixtures live with the local judge server they start
+from tests.judge_server import judge_url  # noqa: E402, F401

@@ -186,9 +186,9 @@ def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_
     rt.redis.hset(f"proctor:episode:{episode_id}", "last_action", repr(started))
     sandbox = _sandbox(rt, record)
     history = rt.store.steps(episode_id, last=HISTORY_FOR_JUDGE)
-    intercepted, verdict = rt.guard.screen_action(sandbox, record, action, history)
-    if intercepted is not None:
-        step = intercepted
+    screened, verdict = rt.guard.screen_action(sandbox, record, action, history)
+    if screened is not None and screened.intercepted:
+        step = screened
         log.info("episode %s: step intercepted by %s", episode_id, verdict.rule)
     else:
         op = action_op(action, output_bytes=task.limits.output_bytes,
@@ -199,7 +199,8 @@ def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_
             observation = observation_of(action, result, reply.error)
         except RunnerBroken as exc:
             observation = Observation(stderr=str(exc), exit_code=137)
-        step = Step(step=0, action=action, observation=observation, started_at=started)
+        step = Step(step=0, action=action, observation=observation, started_at=started,
+                    judge=screened.judge if screened else None)
     step = rt.store.add_step(episode_id, step)
     answer = StepResult(id=episode_id, step=step.step, observation=step.observation)
     rt.store.reply(reply_key, body=answer.model_dump(mode="json"))

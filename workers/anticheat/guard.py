@@ -49,6 +49,8 @@ SCRATCH = "/tmp/.proctor-scratch"
 def disabled_rules(patterns: Sequence[str]) -> frozenset[str]:
     """The task policy's switched-off rules; `res.*` or `*` switch off a family or all."""
     return frozenset(r.id for r in RULES if any(fnmatch(r.id, p) for p in patterns))
+
+
 ORACLE_TIMEOUT_S = 10.0
 MAX_SOLUTION_CHARS = 60_000
 
@@ -66,14 +68,24 @@ class SandboxGit:
             return self._answers[rev]
         quoted = shlex.quote(rev + "^{commit}")
         # ancestors of the base, or commits the agent made on top of it, are fair to see
-        command = (f"c=$(git rev-parse -q --verify {quoted}) || exit 3; "
-                   f"git merge-base --is-ancestor \"$c\" {shlex.quote(self.base)} && exit 0; "
-                   f"git merge-base --is-ancestor {shlex.quote(self.base)} \"$c\" && exit 0; "
-                   "exit 1")
+        command = (
+            f"c=$(git rev-parse -q --verify {quoted}) || exit 3; "
+            f'git merge-base --is-ancestor "$c" {shlex.quote(self.base)} && exit 0; '
+            f'git merge-base --is-ancestor {shlex.quote(self.base)} "$c" && exit 0; '
+            "exit 1"
+        )
         try:
             reply = self.sandbox.program(
-                [{"op": "run", "command": command, "timeout_s": ORACLE_TIMEOUT_S,
-                  "output_bytes": 1024}], timeout_s=ORACLE_TIMEOUT_S)
+                [
+                    {
+                        "op": "run",
+                        "command": command,
+                        "timeout_s": ORACLE_TIMEOUT_S,
+                        "output_bytes": 1024,
+                    }
+                ],
+                timeout_s=ORACLE_TIMEOUT_S,
+            )
             code = reply.results[0]["exit_code"] if reply.results else None
         except RunnerBroken:
             code = None
@@ -85,8 +97,9 @@ class SandboxGit:
 class Guard:
     """One per worker process."""
 
-    def __init__(self, store: EpisodeStore, *, judge: Judge | None = None,
-                 honeypot: Honeypot | None = None) -> None:
+    def __init__(
+        self, store: EpisodeStore, *, judge: Judge | None = None, honeypot: Honeypot | None = None
+    ) -> None:
         self.store = store
         self.judge = judge
         self.honeypot = honeypot
@@ -96,32 +109,60 @@ class Guard:
     def screen_action(
         self, sandbox: Sandbox, record: EpisodeRecord, action: Action, history: Sequence[Step]
     ) -> tuple[Step | None, ScreenVerdict]:
-        """None when the action may run; else the step with the fake observation."""
+        """Whether and how the action may run.
+
+        Returns (None, verdict) to run it; (step, verdict) with `step.intercepted` for a
+        fake observation instead; or a not-intercepted step carrying the judge's review of
+        an action it allowed (run it, then record it with that review).
+        """
         task = record.request.task
         context = task_context(task)
         git = SandboxGit(sandbox, task.repo.base_commit) if task.repo else None
         disabled = disabled_rules(task.policy.disabled_rules)
         verdict = screen(action, context, git=git, disabled=disabled)
+        review: str | None = None
         if verdict.decision is Decision.review:
             outcome = self._review_action(action, context, history, task.policy.judge)
             verdict = outcome.screen_verdict(verdict)
+            review = (f"{outcome.status.value} ({outcome.latency_s:.2f}s): {outcome.reason}")[:1000]
         if verdict.decision is not Decision.intercept:
-            return None, verdict
+            if review is None:
+                return None, verdict
+            # it runs; the step still records what the judge said about it
+            return Step(step=0, action=action, observation=Observation(), judge=review), verdict
         self.store.count("proctor_intercepts", category=verdict.category or "unknown")
         started = time.time()
-        observation = respond(action, verdict, context=ResponseContext(
-            task=context, run_sanitized=lambda command: self._run_sanitized(sandbox, command),
-            git=git, disabled=disabled))
-        step = Step(step=0, action=action, observation=observation, intercepted=True,
-                    rule=verdict.rule, category=verdict.category, evidence=verdict.reason,
-                    reward=task.policy.intercept_penalty, started_at=started)
+        observation = respond(
+            action,
+            verdict,
+            context=ResponseContext(
+                task=context,
+                run_sanitized=lambda command: self._run_sanitized(sandbox, command),
+                git=git,
+                disabled=disabled,
+            ),
+        )
+        step = Step(
+            step=0,
+            action=action,
+            observation=observation,
+            intercepted=True,
+            rule=verdict.rule,
+            category=verdict.category,
+            evidence=verdict.reason,
+            judge=review,
+            reward=task.policy.intercept_penalty,
+            started_at=started,
+        )
         return step, verdict
 
-    def _review_action(self, action: Action, context: TaskContext, history: Sequence[Step],
-                       enabled: bool) -> JudgeOutcome:
+    def _review_action(
+        self, action: Action, context: TaskContext, history: Sequence[Step], enabled: bool
+    ) -> JudgeOutcome:
         if self.judge is None:
-            return JudgeOutcome(status=JudgeStatus.skipped, decision=Decision.allow,
-                                reason="no judge configured")
+            return JudgeOutcome(
+                status=JudgeStatus.skipped, decision=Decision.allow, reason="no judge configured"
+            )
         outcome = self.judge.review_action(action, context, history, enabled=enabled)
         self._count_judge(outcome)
         return outcome
@@ -129,19 +170,27 @@ class Guard:
     def _run_sanitized(self, sandbox: Sandbox, command: str) -> Observation | None:
         """Run an intercepted git command on a throwaway copy of the (sealed) repository,
         so its answer is the real one of a clean environment and nothing it does stays."""
-        script = (f"rm -rf {SCRATCH}; cp -a /workspace {SCRATCH} && cd {SCRATCH} && "
-                  f"( {command}\n); code=$?; cd /; rm -rf {SCRATCH}; exit $code")
+        script = (
+            f"rm -rf {SCRATCH}; cp -a /workspace {SCRATCH} && cd {SCRATCH} && "
+            f"( {command}\n); code=$?; cd /; rm -rf {SCRATCH}; exit $code"
+        )
         try:
-            reply = sandbox.program([{"op": "run", "command": script, "timeout_s": 30,
-                                      "output_bytes": 65536}], timeout_s=30)
+            reply = sandbox.program(
+                [{"op": "run", "command": script, "timeout_s": 30, "output_bytes": 65536}],
+                timeout_s=30,
+            )
         except RunnerBroken:
             return None
         if not reply.results:
             return None
         result = reply.results[0]
         output = result["stdout"].replace(SCRATCH, "/workspace")
-        return Observation(output=output, stderr=result["stderr"].replace(SCRATCH, "/workspace"),
-                           exit_code=result["exit_code"], duration_s=result["duration_s"])
+        return Observation(
+            output=output,
+            stderr=result["stderr"].replace(SCRATCH, "/workspace"),
+            exit_code=result["exit_code"],
+            duration_s=result["duration_s"],
+        )
 
     # ------------------------------------------------------------------ one-shot
 
@@ -156,9 +205,11 @@ class Guard:
         context = task_context(task)
         disabled = disabled_rules(task.policy.disabled_rules)
         found: list[Evidence] = []
-        for (path, _), verdict in zip(solution.files.items(),
-                                      screen_files(solution.files, context, disabled=disabled),
-                                      strict=True):
+        for (path, _), verdict in zip(
+            solution.files.items(),
+            screen_files(solution.files, context, disabled=disabled),
+            strict=True,
+        ):
             if verdict.decision is Decision.intercept:
                 found.append(_rule_evidence(verdict, f"{path}: {verdict.reason}"))
         for number, action in enumerate(solution.actions, start=1):
@@ -169,13 +220,15 @@ class Guard:
 
     # ------------------------------------------------------------------ at the end
 
-    def judge_trajectory(self, record: EpisodeRecord, steps: Sequence[Step],
-                         solution: str) -> tuple[list[Evidence], str | None]:
+    def judge_trajectory(
+        self, record: EpisodeRecord, steps: Sequence[Step], solution: str
+    ) -> tuple[list[Evidence], str | None]:
         task = record.request.task
         if self.judge is None or not self.judge.settings.enabled:
             return [], None
-        outcome = self.judge.review_trajectory(task.statement, solution[:MAX_SOLUTION_CHARS],
-                                               steps, enabled=task.policy.judge)
+        outcome = self.judge.review_trajectory(
+            task.statement, solution[:MAX_SOLUTION_CHARS], steps, enabled=task.policy.judge
+        )
         self._count_judge(outcome)
         found = outcome.evidence()
         status = outcome.status.value
@@ -196,8 +249,13 @@ class Guard:
 
 
 def _rule_evidence(verdict: ScreenVerdict, detail: str, step: int | None = None) -> Evidence:
-    return Evidence(source=EvidenceSource.rule, category=verdict.category or "unknown",
-                    rule=verdict.rule, detail=detail[:1000], step=step)
+    return Evidence(
+        source=EvidenceSource.rule,
+        category=verdict.category or "unknown",
+        rule=verdict.rule,
+        detail=detail[:1000],
+        step=step,
+    )
 
 
 def solution_text(files: dict[str, str]) -> str:
@@ -208,26 +266,43 @@ def integrity_evidence(original: dict[str, str], now: dict[str, str]) -> list[Ev
     """Protected files the agent changed, removed or added (they are restored anyway)."""
     changed = sorted(p for p in original if now.get(p) != original[p])
     added = sorted(p for p in now if p not in original)
-    return [Evidence(source=EvidenceSource.integrity, category="test_tampering",
-                     detail=f"protected file {'added' if p in added else 'modified'}: {p}")
-            for p in changed + added]
+    return [
+        Evidence(
+            source=EvidenceSource.integrity,
+            category="test_tampering",
+            detail=f"protected file {'added' if p in added else 'modified'}: {p}",
+        )
+        for p in changed + added
+    ]
 
 
-def apply_policy(record: EpisodeRecord, result: EpisodeResult, evidence: list[Evidence],
-                 judge_status: str | None) -> EpisodeResult:
+def apply_policy(
+    record: EpisodeRecord, result: EpisodeResult, evidence: list[Evidence], judge_status: str | None
+) -> EpisodeResult:
     """A confirmed cheat pays the policy's cheat reward, whatever the tests said."""
     policy = record.request.task.policy
     steps = result.steps
     for step in steps:
         if step.intercepted:
-            evidence = [*evidence, Evidence(source=EvidenceSource.rule,
-                                            category=step.category or "unknown", rule=step.rule,
-                                            detail=step.evidence or "", step=step.step)]
+            evidence = [
+                *evidence,
+                Evidence(
+                    source=EvidenceSource.rule,
+                    category=step.category or "unknown",
+                    rule=step.rule,
+                    detail=step.evidence or "",
+                    step=step.step,
+                ),
+            ]
     update: dict[str, Any] = {
         "cheat": CheatReport(detected=bool(evidence), evidence=evidence, judge=judge_status),
         "step_rewards": [s.reward for s in steps],
     }
     if evidence and result.verdict not in (Verdict.infra_error, None):
-        update.update(verdict=Verdict.cheat, reward=policy.cheat_reward, passed=False,
-                      reason=f"cheating detected: {evidence[0].detail}"[:500])
+        update.update(
+            verdict=Verdict.cheat,
+            reward=policy.cheat_reward,
+            passed=False,
+            reason=f"cheating detected: {evidence[0].detail}"[:500],
+        )
     return result.model_copy(update=update)
