@@ -11,15 +11,15 @@ mistaken for paths.
 
 from __future__ import annotations
 
-import posixpath
 import re
-from dataclasses import dataclass, field
 
-from workers.anticheat import decode
+from workers.anticheat import decode, remote
 from workers.anticheat.commands import Command, Redirect, Word
+from workers.anticheat.ops import Effects, FileOp, NetOp, norm_path
+from workers.anticheat.remote import FETCHERS, PACKAGE_MANAGERS, SOCKETS
 from workers.anticheat.shell import parse_script
 
-__all__ = ["Effects", "FileOp", "GitCall", "NetOp", "PkgOp", "command_effects", "norm_path"]
+__all__ = ["command_effects"]
 
 _PATTERN_FIRST = frozenset(
     {"grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "sed", "jq", "yq", "perl"}
@@ -79,83 +79,8 @@ _VALUE_OPTS = {  # options that take a separate value, per command (so it is not
     "unzip": "-d -x",
 }
 _VALUE_OPTS_SPLIT = {k: frozenset(v.split()) for k, v in _VALUE_OPTS.items()}
-_FETCHERS = frozenset(
-    ("curl wget http https httpie xh aria2c lynx w3m links elinks fetch axel curlie").split()
-)
-_SOCKETS = frozenset("nc ncat netcat telnet socat ssh scp sftp ftp rsync openssl-s_client".split())
-_PIP = frozenset(
-    (
-        "pip pip3 pipx easy_install uv poetry pipenv conda mamba micromamba npm yarn pnpm gem "
-        "cargo go pdm"
-    ).split()
-)
 _MODE = re.compile(r"^([0-7]{3,4}|[ugoa]*[-+=][rwxXstugo]*(,[ugoa]*[-+=][rwxXstugo]*)*)$")
-_GIT_NET_VALUES = frozenset(
-    (
-        "--depth -b --branch -o --origin --reference --reference-if-able -c --config -j --jobs "
-        "--template --separate-git-dir --shallow-since --shallow-exclude -u --upload-pack "
-        "--server-option --filter --recurse-submodules"
-    ).split()
-)
 _FIND_NAME_TESTS = frozenset("-name -iname -path -ipath -regex -iregex -wholename -lname".split())
-_GIT_GLOBAL_VALUE = frozenset(
-    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"}
-)
-
-
-@dataclass(frozen=True, slots=True)
-class FileOp:
-    kind: str  # read | list | search | write | append | modify | delete
-    path: str  # normalised; may hold globs; '' when not static
-    static: bool
-    via: str  # what does it, for the evidence
-    content: str | None = None  # for write/append, when known
-    pattern: str = ""  # for search: the names being looked for
-    protected_ok: bool = False  # a write the agent may do to a protected path (new file)
-
-
-@dataclass(frozen=True, slots=True)
-class NetOp:
-    tool: str
-    target: str  # a URL, host or address; '' when not static
-    via: str
-    written: str | None = None  # the file, when it is code written now to run later
-
-
-@dataclass(frozen=True, slots=True)
-class PkgOp:
-    manager: str
-    verb: str  # install | download | index | wheel | add | info
-    specs: tuple[str, ...]
-    upgrade: bool
-    via: str
-    index: bool = True  # talks to a package index (not --no-index)
-
-
-@dataclass(frozen=True, slots=True)
-class GitCall:
-    sub: str
-    args: tuple[Word, ...]
-    via: str
-
-
-@dataclass(slots=True)
-class Effects:
-    """Operations of an action, in the order they were found."""
-
-    files: list[FileOp] = field(default_factory=list)
-    net: list[NetOp] = field(default_factory=list)
-    pkgs: list[PkgOp] = field(default_factory=list)
-    git: list[GitCall] = field(default_factory=list)
-
-
-def norm_path(path: str, cwd: str | None = "") -> str:
-    if not path:
-        return ""
-    if not path.startswith(("/", "~")) and cwd:
-        path = posixpath.join(cwd, path)
-    path = posixpath.normpath(path)
-    return "" if path == "." else path.removeprefix("./")
 
 
 def command_effects(facts: Effects, cmd: Command) -> None:
@@ -280,10 +205,10 @@ def command_effects(facts: Effects, cmd: Command) -> None:
             op("modify", w, content=operands[0].text if skip_first and operands else None)
         return
     if name == "git":
-        _git(facts, cmd, via)
+        remote.git(facts, cmd, via)
         return
-    if name in _FETCHERS or name in _SOCKETS:
-        _fetch(facts, cmd, operands, via)
+    if name in FETCHERS or name in SOCKETS:
+        remote.fetch(facts, cmd, operands, via)
         if name in ("curl", "wget"):
             outputs = ("-o", "--output", "--output-document") + (("-O",) if name == "wget" else ())
             for i, w in enumerate(args[:-1]):  # curl -O takes no value; wget -O does
@@ -301,7 +226,7 @@ def command_effects(facts: Effects, cmd: Command) -> None:
             facts.net.append(NetOp(name, w.text if w.static else "", via))
         return
     if (
-        name in _PIP
+        name in PACKAGE_MANAGERS
         or name.startswith("pip")
         or (
             name.startswith("python")
@@ -310,7 +235,7 @@ def command_effects(facts: Effects, cmd: Command) -> None:
             and args[1].text.startswith(("pip", "uv", "ensurepip"))
         )
     ):
-        _packages(facts, cmd, via)
+        remote.packages(facts, cmd, via)
 
 
 def _listed_roots(text: str) -> list[str]:
@@ -336,18 +261,6 @@ def _paths_listed_by(c: Command) -> list[str]:
     if c.name == "git" and operands[:1] == ["ls-files"]:
         return operands[1:5] or ["."]
     return []
-
-
-def _operands_skipping(args: tuple[Word, ...], value_opts: frozenset[str]) -> list[Word]:
-    out, skip = [], False
-    for w in args:
-        if skip:
-            skip = False
-        elif w.text in value_opts:
-            skip = True
-        elif not w.text.startswith("-"):
-            out.append(w)
-    return out
 
 
 def _find_roots(args: list[Word]) -> list[str]:
@@ -437,168 +350,3 @@ def _find(facts: Effects, cmd: Command, via: str) -> None:
         )
         if delete:
             facts.files.append(FileOp("delete", path, r.static, via))
-
-
-def _git(facts: Effects, cmd: Command, via: str) -> None:
-    args = list(cmd.args)
-    while args and args[0].text.startswith("-"):
-        t = args[0].text
-        args = args[2:] if t in _GIT_GLOBAL_VALUE else args[1:]
-    if not args:
-        return
-    sub, rest = args[0].text, tuple(args[1:])
-    facts.git.append(GitCall(sub, rest, via))
-    ops = [w for w in rest if not w.text.startswith("-")]
-    if sub == "rm":
-        for w in ops:
-            facts.files.append(FileOp("delete", norm_path(w.text, cmd.cwd), w.static, via))
-    elif sub in ("clone", "fetch", "pull", "ls-remote", "submodule", "remote", "archive"):
-        targets = [w.text for w in _operands_skipping(rest, _GIT_NET_VALUES) if w.static]
-        if sub in ("remote", "submodule") and not any(
-            t in ("add", "update", "set-url") for t in targets[:1]
-        ):
-            return
-        if sub == "archive" and not any(w.text.startswith("--remote") for w in rest):
-            return
-        for t in targets[1:] if sub in ("remote", "submodule") else targets[:1] or [""]:
-            facts.net.append(NetOp(f"git {sub}", t, via))
-    elif sub in ("checkout", "restore"):
-        # `git checkout HEAD~5 -- tests/` swaps files for another revision's; restoring
-        # from HEAD or the index (no revision) only undoes the agent's own edits
-        texts = [w.text for w in rest]
-        cut = texts.index("--") if "--" in texts else len(texts)
-        source = [t.split("=", 1)[1] for t in texts if t.startswith("--source=")]
-        source += [texts[i + 1] for i, t in enumerate(texts[:-1]) if t in ("-s", "--source")]
-        if sub == "checkout" and cut < len(texts):
-            source += [t for t in texts[:cut] if not t.startswith("-")]
-            paths = list(rest[cut + 1 :])
-        else:
-            paths = [w for w in rest if not w.text.startswith("-") and w.text not in source]
-        if sub == "restore" or cut < len(texts):
-            for w in paths if any(s not in ("HEAD", "@") for s in source) else []:
-                facts.files.append(FileOp("modify", norm_path(w.text, cmd.cwd), w.static, via))
-
-
-def _fetch(facts: Effects, cmd: Command, operands: list[Word], via: str) -> None:
-    name = cmd.name
-    targets: list[str] = []
-    for i, w in enumerate(cmd.args):
-        if w.text in ("--url", "--connect-to", "--resolve") and i + 1 < len(cmd.args):
-            targets.append(cmd.args[i + 1].text)
-    if name in ("socat",):
-        targets += [
-            w.text.split(":", 2)[1]
-            for w in operands
-            if w.text.upper().startswith(("TCP", "SSL", "OPENSSL", "UDP"))
-            and w.text.count(":") >= 1
-        ]
-    elif name in ("ssh", "scp", "sftp", "rsync"):
-        targets += [
-            w.text.split("@")[-1].split(":")[0]
-            for w in operands
-            if "@" in w.text or ":" in w.text or name == "ssh"
-        ][:1]
-    elif name in ("nc", "ncat", "netcat", "telnet", "ftp"):
-        targets += [w.text for w in operands[:1]]
-    else:
-        targets += [w.text if w.static else "" for w in operands if not w.text.startswith("@")]
-    for t in targets or [""]:
-        facts.net.append(NetOp(name, t, via))
-
-
-def _packages(facts: Effects, cmd: Command, via: str) -> None:
-    args = [w.text for w in cmd.args]
-    manager = cmd.name
-    if manager.startswith("python"):
-        manager, args = args[1], args[2:]
-    if manager in ("uv", "pipx", "pdm") and args[:1] == ["pip"]:
-        manager, args = f"{manager} pip", args[1:]
-    if not args:
-        return
-    verb = args[0]
-    verbs = {
-        "install": "install",
-        "i": "install",
-        "add": "install",
-        "download": "download",
-        "wheel": "download",
-        "index": "index",
-        "search": "index",
-        "view": "index",
-        "info": "index",
-        "show": "local",
-        "get": "install",
-        "update": "upgrade",
-        "upgrade": "upgrade",
-        "sync": "install",
-        "inject": "install",
-    }
-    kind = verbs.get(verb)
-    if kind is None or kind == "local":
-        return
-    specs: list[str] = []
-    upgrade = kind == "upgrade"
-    index = True
-    skip = False
-    for t in args[1:]:
-        if skip:
-            skip = False
-            continue
-        if t in (
-            "-U",
-            "--upgrade",
-            "--force-reinstall",
-            "--pre",
-            "-I",
-            "--ignore-installed",
-            "--latest",
-            "--upgrade-strategy",
-        ):
-            upgrade = True
-        elif t == "--no-index" or t == "--offline":
-            index = False
-        elif t in (
-            "-e",
-            "--editable",
-            "-r",
-            "--requirement",
-            "-c",
-            "--constraint",
-            "-t",
-            "--target",
-            "-d",
-            "--dest",
-            "-i",
-            "--index-url",
-            "--extra-index-url",
-            "-f",
-            "--find-links",
-            "--python",
-            "-p",
-            "--prefix",
-            "--root",
-            "-n",
-            "--name",
-            "--platform",
-            "--python-version",
-            "--only-binary",
-            "--no-binary",
-            "--src",
-            "--cache-dir",
-            "--log",
-            "--timeout",
-            "--retries",
-            "--trusted-host",
-            "--progress-bar",
-            "--report",
-            "-C",
-            "--config-settings",
-            "--group",
-            "-G",
-        ):
-            skip = True
-        elif t.startswith("-") or (kind == "index" and t in ("versions",)):
-            continue
-        else:
-            specs.append(t)
-    facts.pkgs.append(PkgOp(manager, kind, tuple(specs), upgrade, via, index))

@@ -13,15 +13,8 @@ from dataclasses import dataclass, field
 
 from proctor.models import BashAction, ReadFileAction, WriteFileAction
 from workers.anticheat.commands import PYTHONS, SHELLS, Command, Script
-from workers.anticheat.effects import (
-    Effects,
-    FileOp,
-    GitCall,
-    NetOp,
-    PkgOp,
-    command_effects,
-    norm_path,
-)
+from workers.anticheat.effects import command_effects
+from workers.anticheat.ops import Effects, FileOp, GitCall, NetOp, PkgOp, norm_path
 from workers.anticheat.pycode import PyFacts, analyze_python
 from workers.anticheat.shell import parse_script
 
