@@ -15,7 +15,15 @@ from service.errors import install_error_handlers
 from service.events import EpisodeEvents
 from service.limits import BodySizeLimit
 from service.queueing import EpisodeQueue
-from service.routes import episodes, health, interactive, metrics, openrlhf, sandboxfusion
+from service.routes import (
+    episodes,
+    health,
+    interactive,
+    metrics,
+    openrlhf,
+    sandboxfusion,
+    screen,
+)
 from service.store import EpisodeStore
 
 API_VERSION = "0.1.0"
@@ -59,6 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(metrics.router)
     app.include_router(episodes.router)
     app.include_router(interactive.router)
+    app.include_router(screen.router)
     app.include_router(sandboxfusion.router)
     app.include_router(openrlhf.router)
     return app

@@ -193,3 +193,27 @@ def test_bad_actions_are_refused(http: httpx.Client, repo: dict[str, str]) -> No
     again = http.post(f"/v1/episodes/{episode}/actions", json={"type": "bash", "command": "ls"})
     assert again.status_code == 409
     assert http.post(f"/v1/episodes/{episode}/finish").status_code == 409
+
+
+def test_gym_style_env(service_url: str, repo: dict[str, str]) -> None:
+    from proctor import Env
+
+    with Env(service_url) as env:
+        first = env.reset(task(repo)["task"])
+        assert "calc.py" in first.output
+        observation, done, info = env.step({"type": "bash", "command": "cat calc.py"})
+        assert observation.output == BUGGY and not done and info["step"] == 1
+        env.step({"type": "write_file", "path": "calc.py", "content": FIXED})
+        result = env.close()
+    assert (result.verdict, result.reward) == ("passed", 1.0)
+
+
+async def test_async_gym_style_env(service_url: str, repo: dict[str, str]) -> None:
+    from proctor import AsyncEnv
+
+    async with AsyncEnv(service_url) as env:
+        await env.reset(task(repo)["task"])
+        observation, done, _ = await env.step({"type": "bash", "command": "echo $((6 * 7))"})
+        assert observation.output == "42\n" and not done
+        result = await env.close()
+    assert (result.verdict, result.reward) == ("failed", 0.0)

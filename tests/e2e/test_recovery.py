@@ -13,7 +13,14 @@ import docker
 import httpx
 import pytest
 
-from tests.conftest import REPO_ROOT, free_port, service_env, stop, wait_ready
+from tests.conftest import (
+    REPO_ROOT,
+    claimed_database,
+    free_port,
+    service_env,
+    stop,
+    wait_ready,
+)
 from tests.e2e.helpers import episode
 
 SLOW_TEST = "import time\n\ndef test_slow():\n    time.sleep(60)\n"
@@ -26,15 +33,17 @@ def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
 
 
 @pytest.fixture
-def split_service(redis_url: str, docker_ready: None) -> Iterator[tuple[str, dict[str, str]]]:
-    port = free_port()
-    env = service_env(redis_url, port, PROCTOR_POOL_SIZE="0")
-    api = start(["serve"], env)
-    try:
-        wait_ready(f"http://127.0.0.1:{port}", api, 30, path="/healthz")
-        yield f"http://127.0.0.1:{port}", env
-    finally:
-        stop(api)
+def split_service(docker_ready: None) -> Iterator[tuple[str, dict[str, str]]]:
+    """An API alone on a database of its own: the test starts and kills its workers."""
+    with claimed_database() as redis_url:
+        port = free_port()
+        env = service_env(redis_url, port, PROCTOR_POOL_SIZE="0")
+        api = start(["serve"], env)
+        try:
+            wait_ready(f"http://127.0.0.1:{port}", api, 30, path="/healthz")
+            yield f"http://127.0.0.1:{port}", env
+        finally:
+            stop(api)
 
 
 def wait_for(predicate: object, timeout_s: float) -> bool:
@@ -47,7 +56,7 @@ def wait_for(predicate: object, timeout_s: float) -> bool:
 
 
 def test_sigkilled_worker_leaves_no_episode_or_container_behind(
-    split_service: tuple[str, dict[str, str]], redis_url: str
+    split_service: tuple[str, dict[str, str]],
 ) -> None:
     url, env = split_service
     engine = docker.from_env()

@@ -34,6 +34,7 @@ from proctor.models import (
     Verdict,
 )
 from service.store import EpisodeRecord, EpisodeStore
+from workers.anticheat.gitoracle import SandboxGitOracle
 from workers.anticheat.honeypot import Honeypot, evidence as honeypot_evidence
 from workers.anticheat.judge import Judge, JudgeOutcome, JudgeStatus
 from workers.anticheat.responders import ResponseContext, respond
@@ -55,43 +56,20 @@ ORACLE_TIMEOUT_S = 10.0
 MAX_SOLUTION_CHARS = 60_000
 
 
-class SandboxGit:
+def sandbox_git(sandbox: Sandbox, base_commit: str) -> SandboxGitOracle:
     """The rule filter's GitOracle, answered by git inside the (sanitized) sandbox."""
 
-    def __init__(self, sandbox: Sandbox, base_commit: str) -> None:
-        self.sandbox = sandbox
-        self.base = base_commit
-        self._answers: dict[str, bool | None] = {}
-
-    def is_ancestor_of_base(self, rev: str) -> bool | None:
-        if rev in self._answers:
-            return self._answers[rev]
-        quoted = shlex.quote(rev + "^{commit}")
-        # ancestors of the base, or commits the agent made on top of it, are fair to see
-        command = (
-            f"c=$(git rev-parse -q --verify {quoted}) || exit 3; "
-            f'git merge-base --is-ancestor "$c" {shlex.quote(self.base)} && exit 0; '
-            f'git merge-base --is-ancestor {shlex.quote(self.base)} "$c" && exit 0; '
-            "exit 1"
-        )
+    def run(argv: Sequence[str]) -> tuple[int, str]:
         try:
-            reply = self.sandbox.program(
-                [
-                    {
-                        "op": "run",
-                        "command": command,
-                        "timeout_s": ORACLE_TIMEOUT_S,
-                        "output_bytes": 1024,
-                    }
-                ],
-                timeout_s=ORACLE_TIMEOUT_S,
-            )
-            code = reply.results[0]["exit_code"] if reply.results else None
+            reply = sandbox.program([{"op": "run", "command": shlex.join(argv),
+                                      "timeout_s": ORACLE_TIMEOUT_S, "output_bytes": 1 << 20}],
+                                    timeout_s=ORACLE_TIMEOUT_S)
         except RunnerBroken:
-            code = None
-        answer = {0: True, 1: False}.get(code) if code is not None else None
-        self._answers[rev] = answer
-        return answer
+            return 1, ""
+        result = reply.results[0] if reply.results else {"exit_code": 1, "stdout": ""}
+        return int(result["exit_code"]), str(result["stdout"])
+
+    return SandboxGitOracle(run, base_commit)
 
 
 class Guard:
@@ -117,7 +95,7 @@ class Guard:
         """
         task = record.request.task
         context = task_context(task)
-        git = SandboxGit(sandbox, task.repo.base_commit) if task.repo else None
+        git = sandbox_git(sandbox, task.repo.base_commit) if task.repo else None
         disabled = disabled_rules(task.policy.disabled_rules)
         verdict = screen(action, context, git=git, disabled=disabled)
         review: str | None = None

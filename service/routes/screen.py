@@ -1,0 +1,37 @@
+"""Screening without running: the rule filter over a batch of actions, and its rule table."""
+
+from __future__ import annotations
+
+from anyio import to_thread
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from proctor.models import ScreenRequest, ScreenResponse
+from service.deps import Authenticated
+from workers.anticheat.rules import RULES
+from workers.anticheat.screen import screen
+
+router = APIRouter(prefix="/v1", tags=["anti-cheat"], dependencies=[Authenticated])
+
+
+class RulePublic(BaseModel):
+    id: str
+    category: str
+    decision: str
+    description: str
+
+
+def _screen_all(request: ScreenRequest) -> ScreenResponse:
+    return ScreenResponse(verdicts=[screen(item.action, item.task) for item in request.items])
+
+
+@router.post("/screen", operation_id="screen", response_model=ScreenResponse)
+async def screen_actions(request: ScreenRequest) -> ScreenResponse:
+    """Verdicts in the order of the items; nothing is executed."""
+    return await to_thread.run_sync(_screen_all, request)
+
+
+@router.get("/rules", operation_id="list_rules", response_model=list[RulePublic])
+def list_rules() -> list[RulePublic]:
+    return [RulePublic(id=r.id, category=str(r.category), decision=str(r.decision),
+                       description=r.description) for r in RULES]
