@@ -21,7 +21,8 @@ test-unit:
 	@$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
 
 bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in bench/results/
-	@$(PY) bench/oneshot.py
+	@cd bench && ../$(PY) oneshot.py
+	@cd bench && ../$(PY) interactive.py
 	@$(PY) bench/screen.py
 
 openapi:          ## regenerate the committed OpenAPI document

@@ -73,7 +73,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    index = min(int(round(q / 100 * (len(ordered) - 1))), len(ordered) - 1)
+    index = min(round(q / 100 * (len(ordered) - 1)), len(ordered) - 1)
     return ordered[index]
 
 

@@ -91,9 +91,12 @@ def main() -> None:
     with service(worker_concurrency=str(args.workers), pool_size="2") as url:
         for concurrency in (int(c) for c in args.concurrency.split(",")):
             print(f"proctor, concurrency {concurrency} ...", flush=True)
+            # a fresh run each round: identical requests would share their episodes
+            fresh = [{**e, "metadata": {**e["metadata"], "round": str(concurrency)}}
+                     for e in episodes]
             rows.append({"system": f"proctor ({args.workers} workers)",
                          "concurrency": concurrency,
-                         **asyncio.run(run_proctor(url, episodes, concurrency))})
+                         **asyncio.run(run_proctor(url, fresh, concurrency))})
 
     columns = ["system", "concurrency", "episodes", "ok", "per_s", "p50_s", "p95_s", "elapsed_s"]
     print()

@@ -112,7 +112,9 @@ class Client:
         except httpx.TransportError as exc:
             raise Unavailable(f"cannot reach Proctor: {exc}") from exc
 
-    def create(self, episode: EpisodeCreate, *, wait_s: float = 0) -> EpisodeResult | EpisodeCreated:
+    def create(
+        self, episode: EpisodeCreate, *, wait_s: float = 0
+    ) -> EpisodeResult | EpisodeCreated:
         params = {"wait": wait_s} if wait_s else None
         data = self._request("POST", "/v1/episodes", json=episode.model_dump(mode="json"),
                              params=params)

@@ -15,8 +15,8 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
-    "MAX_FILE_BYTES",
     "MAX_FILES",
+    "MAX_FILE_BYTES",
     "Action",
     "BashAction",
     "CheatReport",
@@ -35,11 +35,11 @@ __all__ = [
     "ReadFileAction",
     "RepoSnapshot",
     "SandboxInfo",
+    "Scoring",
     "ScreenItem",
     "ScreenRequest",
     "ScreenResponse",
     "ScreenVerdict",
-    "Scoring",
     "Solution",
     "Step",
     "StepResult",
@@ -204,7 +204,9 @@ class TaskSpec(_Request):
     @field_validator("protected_paths")
     @classmethod
     def _check_protected(cls, paths: list[str]) -> list[str]:
-        return [check_relative_path(p.rstrip("/")) + ("/" if p.endswith("/") else "") for p in paths]
+        return [
+            check_relative_path(p.rstrip("/")) + ("/" if p.endswith("/") else "") for p in paths
+        ]
 
 
 class TaskContext(_Request):

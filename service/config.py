@@ -9,11 +9,10 @@ from __future__ import annotations
 import hashlib
 import socket
 from functools import lru_cache
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from typing_extensions import Annotated
 
 
 def _split_csv(value: object) -> object:

@@ -129,6 +129,16 @@ class Janitor:
             log.warning("janitor: cannot list sandboxes: %s", exc)
             return 0
         reaped = 0
+        # a sandbox that is not running is of no use to anyone, whichever deployment made
+        # it (an engine restart stops them all): sweep those too
+        try:
+            stopped = [c for c in self.engine.managed_containers(any_deployment=True)
+                       if c.get("State") not in ("running", "created", "restarting")]
+        except SandboxError:
+            stopped = []
+        for info in stopped:
+            self.engine.remove(str(info["Id"]))
+            reaped += 1
         for info in containers:
             owner = (info.get("Labels") or {}).get(WORKER_LABEL)
             if owner == self.worker or owner in live:

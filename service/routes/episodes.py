@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Annotated
 
@@ -83,10 +84,8 @@ async def wait_for_end(
             remaining = deadline - loop.time()
             if record is None or until(record) or remaining <= 0:
                 return record
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(woken), remaining)
-            except TimeoutError:
-                pass
         finally:
             events.unregister(episode_id, woken)
 

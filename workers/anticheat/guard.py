@@ -35,7 +35,8 @@ from proctor.models import (
 )
 from service.store import EpisodeRecord, EpisodeStore
 from workers.anticheat.gitoracle import SandboxGitOracle
-from workers.anticheat.honeypot import Honeypot, evidence as honeypot_evidence
+from workers.anticheat.honeypot import Honeypot
+from workers.anticheat.honeypot import evidence as honeypot_evidence
 from workers.anticheat.judge import Judge, JudgeOutcome, JudgeStatus
 from workers.anticheat.responders import ResponseContext, respond
 from workers.anticheat.rules import RULES

@@ -26,7 +26,8 @@ def sanitize_script(repo: RepoSnapshot) -> str:
         f"{GIT} checkout -q -f -B {branch} {base}",
         f"{GIT} clean -q -ffdx",
         # every ref but the working branch goes: remotes, tags, notes, stash, replace refs
-        f"{GIT} for-each-ref --format='%(refname)' | {{ grep -vxF refs/heads/{repo.branch} || true; }} "
+        f"{GIT} for-each-ref --format='%(refname)' "
+        f"| {{ grep -vxF refs/heads/{repo.branch} || true; }} "
         f"| while read -r ref; do {GIT} update-ref -d \"$ref\"; done",
         f"for r in $({GIT} remote); do {GIT} remote remove \"$r\"; done",
         "rm -rf .git/logs .git/refs/original .git/rr-cache .git/modules .git/hooks/* "

@@ -111,4 +111,5 @@ def _score_report(report: Report, run: TestRun, spec: TestSpec, scoring: Scoring
         return Score(Verdict.passed, 1.0, True, cases, "all tests passed")
     reward = fraction if scoring is Scoring.partial else 0.0
     failed = sum(c.outcome is not TestOutcome.passed for c in cases)
-    return Score(Verdict.failed, reward, False, cases, f"{failed} of {len(cases)} tests did not pass")
+    reason = f"{failed} of {len(cases)} tests did not pass"
+    return Score(Verdict.failed, reward, False, cases, reason)

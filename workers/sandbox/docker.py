@@ -150,7 +150,9 @@ class Engine:
 
     # ------------------------------------------------------------------ containers
 
-    def create(self, spec: SandboxSpec, *, name: str, labels: dict[str, str] | None = None) -> Container:
+    def create(
+        self, spec: SandboxSpec, *, name: str, labels: dict[str, str] | None = None
+    ) -> Container:
         """Create and start a locked-down sandbox container."""
         started = time.monotonic()
         uid, _, gid = spec.user.partition(":")
@@ -245,8 +247,10 @@ class Engine:
         except SandboxError:
             return False
 
-    def managed_containers(self, **labels: str) -> list[dict[str, Any]]:
-        labels = {DEPLOYMENT_LABEL: self.deployment, **labels}
+    def managed_containers(self, *, any_deployment: bool = False,
+                           **labels: str) -> list[dict[str, Any]]:
+        if not any_deployment:
+            labels = {DEPLOYMENT_LABEL: self.deployment, **labels}
         filters = [f"{MANAGED_LABEL}=1"] + [f"{k}={v}" for k, v in labels.items()]
         try:
             return list(self.api.containers(all=True, filters={"label": filters}))
