@@ -26,18 +26,16 @@ Request: {"nonce": str, "ops": [op, ...]}; each op is a dict with "op":
 Reply: {"nonce": str, "results": [result per op run], "error": str | null}
 """
 
-import base64
-import ctypes
-import io
 import json
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 import time
+
+# base64, ctypes, io, shutil and tarfile are imported where used: this script starts once
+# per episode, and most episodes need none of them
 
 PR_SET_DUMPABLE = 4
 READ_CHUNK = 65536
@@ -46,6 +44,8 @@ DRAIN_GRACE_S = 0.2
 
 def harden():
     try:
+        import ctypes
+
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
@@ -68,10 +68,14 @@ def clear(path):
     if os.path.islink(path) or os.path.isfile(path):
         os.unlink(path)
     elif os.path.isdir(path):
+        import shutil
+
         shutil.rmtree(path, ignore_errors=True)
 
 
 def op_write(op):
+    import base64
+
     root = op.get("root", "/workspace")
     contents = {p: t.encode("utf-8") for p, t in op.get("files", {}).items()}
     contents.update({p: base64.b64decode(d) for p, d in op.get("binary", {}).items()})
@@ -93,6 +97,10 @@ def op_remove(op):
 
 
 def op_untar(op):
+    import base64
+    import io
+    import tarfile
+
     root = op.get("root", "/workspace")
     data = base64.b64decode(op["data"])
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
