@@ -1,9 +1,9 @@
 """The in-sandbox runner: executes one small program of file and process operations.
 
-This file is not imported by the worker; its source is sent to `python3 -I -S -c` inside the
-sandbox, so any image with a Python 3 works and nothing of ours must be baked in. It reads
-one JSON request from stdin and prints one JSON reply, so a whole episode phase costs one
-`docker exec`. Standard library only.
+This file is not imported by the worker; its source is streamed into `python3 -I -S` inside
+the sandbox (see `sandbox.BOOT`), so any image with a Python 3 works and nothing of ours
+must be baked in. It reads one JSON request from the rest of stdin and prints one JSON
+reply, so a whole episode phase costs one `docker exec`. Standard library only.
 
 It runs as the sandbox user, like the code under test, so it guards itself the ways that
 uid allows: it makes itself non-dumpable (no other process may read its memory or write to

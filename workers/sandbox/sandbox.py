@@ -14,14 +14,21 @@ from workers.sandbox.docker import Container, Engine, SandboxError
 
 log = logging.getLogger(__name__)
 
+# The runner's source comes through stdin ahead of its request (length-prefixed), so a
+# process listing inside or outside the sandbox shows a short command, not the source.
+BOOT = (
+    "import sys;n=int(sys.stdin.buffer.readline());"
+    "exec(compile(sys.stdin.buffer.read(n),'proctor-runner','exec'))"
+)
+
 # Beyond the run timeouts inside a program, how long the runner may take to answer.
 RUNNER_GRACE_S = 15.0
 RUNNER_MAX_REPLY = 64 << 20
 
 
 @cache
-def runner_source() -> str:
-    return (Path(__file__).with_name("runner.py")).read_text()
+def runner_source() -> bytes:
+    return (Path(__file__).with_name("runner.py")).read_bytes()
 
 
 class RunnerBroken(Exception):
@@ -51,10 +58,11 @@ class Sandbox:
     def program(self, ops: list[dict[str, Any]], *, timeout_s: float) -> Reply:
         """Run a list of runner operations in one exec."""
         nonce = secrets.token_hex(16)
-        payload = json.dumps({"nonce": nonce, "ops": ops}).encode()
+        source = runner_source()
+        payload = b"%d\n" % len(source) + source + json.dumps({"nonce": nonce, "ops": ops}).encode()
         result = self.engine.exec(
             self.container.id,
-            ["python3", "-I", "-S", "-c", runner_source()],
+            ["python3", "-I", "-S", "-c", BOOT],
             stdin=payload,
             user=self.user,
             timeout_s=timeout_s + RUNNER_GRACE_S,
