@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 
 from redis.exceptions import RedisError
 
-from proctor.models import EpisodeResult, EpisodeStatus, Verdict
+from proctor.models import EpisodeMode, EpisodeResult, EpisodeStatus, Verdict
 from service.store import EpisodeStore
 from workers.sandbox.docker import WORKER_LABEL, Engine, SandboxError
 from workers.sandbox.pool import WarmPool
@@ -35,6 +36,9 @@ class Janitor:
         sweep_s: float,
         engine: Engine | None = None,
         pool: WarmPool | None = None,
+        interactive: dict[str, str] | None = None,
+        idle_s: float = 300.0,
+        max_episode_s: float = 3600.0,
     ) -> None:
         self.store = store
         self.worker = worker
@@ -44,6 +48,10 @@ class Janitor:
         self.sweep_s = sweep_s
         self.engine = engine
         self.pool = pool
+        # interactive episodes whose container this process holds: episode id → container
+        self.interactive = interactive if interactive is not None else {}
+        self.idle_s = idle_s
+        self.max_episode_s = max_episode_s
         self._stop = threading.Event()
         # Two threads: a sweep can wait seconds on a busy Docker engine, and a heartbeat
         # held up behind it would make this worker look dead to the others.
@@ -82,7 +90,9 @@ class Janitor:
         live = set(self.store.live_workers(self.heartbeat_ttl_s))
         live |= {w for w in self.store.dead_workers(self.heartbeat_ttl_s) if self._alive_here(w)}
         self.end_abandoned(live)
+        self.end_expired()
         if self.engine is not None:
+            self.release_ended()
             self.reap_containers(live)
         if self.pool is not None:
             self.pool.drain_idle()
@@ -120,6 +130,40 @@ class Janitor:
                 log.warning("episode %s: worker %s is gone; ended as infra_error", record.id, owner)
                 ended += 1
         return ended
+
+    def end_expired(self) -> int:
+        """Interactive episodes left idle, or open past the total limit, end as `timeout`."""
+        now = time.time()
+        ended = 0
+        for record in self.store.get_many(self.store.active_ids()):
+            if (record is None or record.request.mode is not EpisodeMode.interactive
+                    or record.status is not EpisodeStatus.running):
+                continue
+            idle = now - float(record.fields.get("last_action", record.created))
+            age = now - record.created
+            if idle <= self.idle_s and age <= self.max_episode_s:
+                continue
+            why = (f"no action for {idle:.0f} s (limit {self.idle_s:.0f} s)" if idle > self.idle_s
+                   else f"open for {age:.0f} s (limit {self.max_episode_s:.0f} s)")
+            result = record.public().model_copy(update={
+                "status": EpisodeStatus.completed, "verdict": Verdict.timeout, "reward": 0.0,
+                "passed": False, "reason": f"the episode was abandoned: {why}",
+                "steps": self.store.steps(record.id),
+            })
+            if self.store.finish(EpisodeResult.model_validate(result.model_dump())):
+                log.info("episode %s: ended as timeout, %s", record.id, why)
+                ended += 1
+        return ended
+
+    def release_ended(self) -> None:
+        """Remove the containers of this process's interactive episodes that have ended."""
+        assert self.engine is not None
+        for episode_id, container_id in list(self.interactive.items()):
+            status = self.store.status(episode_id)
+            if status is None or status.terminal:
+                self.engine.remove(container_id)
+                self.interactive.pop(episode_id, None)
+                log.info("episode %s: ended; container %s removed", episode_id, container_id[:12])
 
     def reap_containers(self, live: set[str]) -> int:
         assert self.engine is not None
