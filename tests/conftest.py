@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -125,24 +125,43 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
-@pytest.fixture(scope="session")
-def service_url(redis_url: str, docker_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`proctor run` (API + 2 worker processes) on a free port, stopped at the end."""
+@contextmanager
+def running_service(redis_url: str, log: Path | None = None, **settings: str) -> Iterator[str]:
+    """`proctor run` (API + 2 worker processes) on a free port; stopped on exit."""
     port = free_port()
-    log = tmp_path_factory.mktemp("service") / "service.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "proctor.cli", "run"],
-            env=service_env(redis_url, port), stdout=sink, stderr=subprocess.STDOUT,
-            cwd=REPO_ROOT, start_new_session=True,
-        )
+    sink = log.open("wb") if log else subprocess.DEVNULL
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proctor.cli", "run"],
+        env=service_env(redis_url, port, **settings), stdout=sink, stderr=subprocess.STDOUT,
+        cwd=REPO_ROOT, start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url, process, SERVICE_START_S)
         yield url
     finally:
         stop(process)
-        sys.stderr.write(f"\nservice log: {log}\n")
+        if log:
+            sink.close()  # type: ignore[union-attr]
+            sys.stderr.write(f"\nservice log: {log}\n")
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.25)
+    return False
+
+
+@pytest.fixture(scope="session")
+def service_url(
+    redis_url: str, docker_ready: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("service") / "service.log"
+    with running_service(redis_url, log) as url:
+        yield url
 
 
 @pytest.fixture

@@ -2,36 +2,24 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 
 import docker
 import httpx
 import pytest
 
-from tests.conftest import REPO_ROOT, claimed_database, free_port, service_env, stop, wait_ready
+from tests.conftest import claimed_database, running_service, wait_until
 from tests.e2e.test_interactive import bash, repo, start, task  # noqa: F401
 
 
 @pytest.fixture(scope="module")
 def impatient(docker_ready: None) -> Iterator[httpx.Client]:
     """A service whose interactive episodes may idle for 3 s."""
-    with claimed_database() as redis_url:
-        port = free_port()
-        env = service_env(redis_url, port, PROCTOR_INTERACTIVE_IDLE_S="3",
-                          PROCTOR_REAPER_INTERVAL_S="1", PROCTOR_WORKER_CONCURRENCY="1")
-        process = subprocess.Popen([sys.executable, "-m", "proctor.cli", "run"], env=env,
-                                   cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_ready(url, process, 120)
-            with httpx.Client(base_url=url, timeout=120) as client:
-                yield client
-        finally:
-            stop(process)
+    with claimed_database() as redis_url, running_service(
+        redis_url, PROCTOR_INTERACTIVE_IDLE_S="3", PROCTOR_REAPER_INTERVAL_S="1",
+        PROCTOR_WORKER_CONCURRENCY="1",
+    ) as url, httpx.Client(base_url=url, timeout=120) as client:
+        yield client
 
 
 def container_exists(container_id: str) -> bool:
@@ -40,15 +28,6 @@ def container_exists(container_id: str) -> bool:
         return bool(client.api.containers(all=True, filters={"id": container_id}))
     finally:
         client.close()
-
-
-def wait_until(predicate: object, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.25)
-    return False
 
 
 def test_an_idle_episode_ends_as_timeout_and_its_container_goes(

@@ -7,15 +7,13 @@ that is down never hangs an episode — not what it concludes.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import REPO_ROOT, claimed_database, free_port, service_env, stop, wait_ready
+from tests.conftest import claimed_database, free_port, running_service
 from tests.e2e.helpers import episode, run
 from tests.e2e.test_interactive import bash, finish, repo, start, task  # noqa: F401
 
@@ -26,21 +24,11 @@ BUDGET_S = 60  # the 135M model on 2 shared cores answers in seconds; this bound
 
 
 def service_with_judge(judge_url: str, **extra: str) -> Iterator[httpx.Client]:
-    with claimed_database() as redis_url:
-        port = free_port()
-        env = service_env(redis_url, port, PROCTOR_JUDGE_URL=judge_url,
-                          PROCTOR_JUDGE_ACTION_BUDGET_S=str(BUDGET_S),
-                          PROCTOR_JUDGE_TIMEOUT_S=str(BUDGET_S), **extra)
-        process = subprocess.Popen([sys.executable, "-m", "proctor.cli", "run"], env=env,
-                                   cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_ready(url, process, 120)
-            with httpx.Client(base_url=url, timeout=600) as client:
-                yield client
-        finally:
-            stop(process)
+    with claimed_database() as redis_url, running_service(
+        redis_url, PROCTOR_JUDGE_URL=judge_url, PROCTOR_JUDGE_ACTION_BUDGET_S=str(BUDGET_S),
+        PROCTOR_JUDGE_TIMEOUT_S=str(BUDGET_S), **extra,
+    ) as url, httpx.Client(base_url=url, timeout=600) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import docker
@@ -20,6 +19,7 @@ from tests.conftest import (
     service_env,
     stop,
     wait_ready,
+    wait_until,
 )
 from tests.e2e.helpers import episode
 
@@ -46,15 +46,6 @@ def split_service(docker_ready: None) -> Iterator[tuple[str, dict[str, str]]]:
             stop(api)
 
 
-def wait_for(predicate: object, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.25)
-    return False
-
-
 def test_sigkilled_worker_leaves_no_episode_or_container_behind(
     split_service: tuple[str, dict[str, str]],
 ) -> None:
@@ -66,7 +57,7 @@ def test_sigkilled_worker_leaves_no_episode_or_container_behind(
         wait_ready(url, worker, 60)
         episode_id = httpx.post(f"{url}/v1/episodes",
                                 json=episode("x = 1\n", tests=SLOW_TEST, timeout_s=90)).json()["id"]
-        assert wait_for(lambda: httpx.get(f"{url}/v1/episodes/{episode_id}").json()["status"]
+        assert wait_until(lambda: httpx.get(f"{url}/v1/episodes/{episode_id}").json()["status"]
                         == "running", 60)
         record = httpx.get(f"{url}/v1/episodes/{episode_id}").json()
         assert record["status"] == "running"
@@ -83,13 +74,13 @@ def test_sigkilled_worker_leaves_no_episode_or_container_behind(
 
         # a worker that comes back (or any other live one) ends it and reaps the container
         replacement = start(["worker", "--concurrency", "1"], env)
-        assert wait_for(
+        assert wait_until(
             lambda: httpx.get(f"{url}/v1/episodes/{episode_id}").json()["status"] == "failed", 60
         )
         result = httpx.get(f"{url}/v1/episodes/{episode_id}").json()
         assert result["verdict"] == "infra_error" and result["reward"] is None
         assert "stopped" in result["error"]
-        assert wait_for(lambda: not containers(), 60), "the dead worker's container remains"
+        assert wait_until(lambda: not containers(), 60), "the dead worker's container remains"
     finally:
         for process in (worker, replacement):
             if process is not None:
