@@ -94,7 +94,6 @@ def _check_files(files: dict[str, str]) -> dict[str, str]:
     return checked
 
 
-Files = Annotated[dict[str, str], Field(default_factory=dict)]
 
 
 # ---------------------------------------------------------------------------- the task
@@ -123,7 +122,7 @@ class TestSpec(_Request):
 
     __test__: ClassVar[bool] = False  # not a pytest test class
 
-    files: Files
+    files: dict[str, str] = Field(default_factory=dict)
     command: str | None = Field(
         None,
         max_length=4096,
@@ -184,12 +183,12 @@ class Policy(_Request):
 class TaskSpec(_Request):
     image: str = Field("python", max_length=128, description="a name from the image allowlist")
     statement: str | None = Field(None, max_length=200_000, description="the task as posed")
-    files: Files
+    files: dict[str, str] = Field(default_factory=dict)
     setup: list[str] = Field(
         default_factory=list, max_length=32, description="commands run before the agent acts"
     )
     tests: TestSpec
-    limits: Limits = Field(default_factory=Limits)  # type: ignore[arg-type]
+    limits: Limits = Field(default_factory=Limits)
     scoring: Scoring = Scoring.binary
     repo: RepoSnapshot | None = None
     protected_paths: list[str] = Field(
@@ -197,7 +196,7 @@ class TaskSpec(_Request):
     )
     target_package: str | None = Field(None, max_length=200)
     pinned_version: str | None = Field(None, max_length=100)
-    policy: Policy = Field(default_factory=Policy)  # type: ignore[arg-type]
+    policy: Policy = Field(default_factory=Policy)
 
     _files = field_validator("files")(_check_files)
 
@@ -243,7 +242,7 @@ Action = Annotated[BashAction | WriteFileAction | ReadFileAction, Field(discrimi
 
 
 class Solution(_Request):
-    files: Files
+    files: dict[str, str] = Field(default_factory=dict)
     actions: list[Action] = Field(default_factory=list, max_length=256)
 
     _files = field_validator("files")(_check_files)

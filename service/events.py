@@ -86,4 +86,4 @@ class EpisodeEvents:
                 await asyncio.sleep(RECONNECT_DELAY_S)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]

@@ -302,7 +302,7 @@ class EpisodeStore:
         return list(families.values())
 
 
-def _text(value: bytes | str) -> str:
+def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 

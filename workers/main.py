@@ -42,7 +42,7 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
 
 
 def _default_task() -> TaskSpec:
-    return TaskSpec(tests=TestSpec())
+    return TaskSpec(tests=TestSpec(files={}), files={})
 
 
 def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> Engine:

@@ -33,7 +33,7 @@ _PS_USAGE = (
 
 
 def _obs(stdout: str = "", stderr: str = "", code: int | None = 0, **kw: object) -> Observation:
-    return Observation(output=stdout, stderr=stderr, exit_code=code, **kw)  # type: ignore[arg-type]
+    return Observation(output=stdout, stderr=stderr, exit_code=code, **kw)
 
 
 def _host_port(target: str) -> tuple[str, int]:

@@ -67,8 +67,9 @@ def sandbox_git(sandbox: Sandbox, base_commit: str) -> SandboxGitOracle:
                                     timeout_s=ORACLE_TIMEOUT_S)
         except RunnerBroken:
             return 1, ""
-        result = reply.results[0] if reply.results else {"exit_code": 1, "stdout": ""}
-        return int(result["exit_code"]), str(result["stdout"])
+        result: dict[str, Any] = reply.results[0] if reply.results else {}
+        code = result.get("exit_code")
+        return (1 if code is None else int(code)), str(result.get("stdout", ""))
 
     return SandboxGitOracle(run, base_commit)
 
