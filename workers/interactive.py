@@ -90,7 +90,7 @@ def prepare_ops(rt: Runtime, record: EpisodeRecord) -> list[dict[str, Any]]:
                     "output_bytes": 8192, "check": True, "name": "setup"})
     ops.append({"op": "find", "names": list(STEERING_FILES)})
     ops.append({"op": "snapshot", "paths": task.protected_paths})
-    ops.append({"op": "run", "command": "pwd; ls -A", "timeout_s": 10, "output_bytes": 65536})
+    ops.append({"op": "listing"})
     return ops
 
 

@@ -23,6 +23,7 @@ Request: {"nonce": str, "ops": [op, ...]}; each op is a dict with "op":
     mkdir     {"path": dir}                                   a fresh private directory
     scrub     {"names": [basename], "keep": [path], "root"}   delete planted config files
     snapshot  {"paths": [path or dir], "root"}               read files to restore later
+    listing   {"root": dir}                                   the directory and its entries
 Reply: {"nonce": str, "results": [result per op run], "error": str | null}
 """
 
@@ -292,6 +293,12 @@ def op_snapshot(op):
     return {"files": files}
 
 
+def op_listing(op):
+    """What `pwd; ls -A` prints, without starting a shell for it."""
+    root = op.get("root", "/workspace")
+    return {"stdout": root + "\n" + "".join(n + "\n" for n in sorted(os.listdir(root)))}
+
+
 def op_mkdir(op):
     os.makedirs(op["path"], mode=0o700, exist_ok=False)
     return {"path": op["path"]}
@@ -308,6 +315,7 @@ OPS = {
     "mkdir": op_mkdir,
     "scrub": op_scrub,
     "snapshot": op_snapshot,
+    "listing": op_listing,
 }
 
 
