@@ -37,3 +37,12 @@ judge:            ## start the local LLM judge (llama.cpp server with SmolLM2-13
 
 judge-stop:
 	@bash scripts/judge.sh stop
+
+up:               ## the compose stack: build missing images, start it, wait for /readyz, print the URL
+	@bash scripts/compose.sh up
+
+down:             ## stop the compose stack (keeps the Redis data; ARGS=--volumes removes it)
+	@bash scripts/compose.sh down $(ARGS)
+
+logs:             ## follow the compose stack's logs
+	@bash scripts/compose.sh logs

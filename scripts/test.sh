@@ -2,6 +2,7 @@
 # The whole test suite, in stages, against real Redis and Docker (`make test` runs this).
 #   1. unit, integration and end-to-end tests
 #   2. the judge tests, against a real llama.cpp server (compiled on first use, then cached)
+#   3. the compose stack end to end (`make up` of a project of its own, then `make down`)
 # Any extra arguments go to the first pytest stage.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,4 +20,7 @@ else
     echo "llama-cpp-python could not be installed; the judge tests did not run" >&2
     status=1
 fi
+
+echo "== tests: the compose stack (make up, episodes over HTTP, a killed worker, make down)"
+"${py}" -m pytest -m compose || status=$?
 exit "${status}"
