@@ -58,8 +58,11 @@ class Honeypot:
         """Make the network and the honeypot exist; returns the honeypot's address."""
         self.engine.ensure_internal_network(self.network)
         info = self.engine.ensure_service(
-            self.name, image=self.image, command=["python3", "-I", "-c", server_source()],
-            network=self.network, user="1000:1000",
+            self.name,
+            image=self.image,
+            command=["python3", "-I", "-c", server_source()],
+            network=self.network,
+            user="1000:1000",
             # ports under 1024 without any capability: the sysctl is per network namespace
             sysctls={"net.ipv4.ip_unprivileged_port_start": "0"},
             labels={HONEYPOT_LABEL: "1"},
@@ -86,12 +89,21 @@ class Honeypot:
                 continue
             if raw.get("src") != source or not since - 1 <= raw.get("time", 0) <= until + 1:
                 continue
-            hits.append(Hit(time=raw["time"], src=raw["src"], proto=raw["proto"],
-                            port=int(raw.get("port", 0)), host=raw.get("host", ""),
-                            path=raw.get("path", "")))
+            hits.append(
+                Hit(
+                    time=raw["time"],
+                    src=raw["src"],
+                    proto=raw["proto"],
+                    port=int(raw.get("port", 0)),
+                    host=raw.get("host", ""),
+                    path=raw.get("path", ""),
+                )
+            )
         return hits
 
 
 def evidence(hits: list[Hit]) -> list[Evidence]:
-    return [Evidence(source=EvidenceSource.honeypot, category=CATEGORY, detail=hit.describe())
-            for hit in hits]
+    return [
+        Evidence(source=EvidenceSource.honeypot, category=CATEGORY, detail=hit.describe())
+        for hit in hits
+    ]

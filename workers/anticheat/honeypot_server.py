@@ -117,8 +117,9 @@ class Handler(socketserver.BaseRequestHandler):
             lines = head.decode("latin-1").split("\r\n")
             method, _, rest = lines[0].partition(" ") if lines else ("", "", "")
             path = rest.rsplit(" ", 1)[0]
-            host = next((l.split(":", 1)[1].strip() for l in lines[1:]
-                         if l.lower().startswith("host:")), "")
+            host = next(
+                (l.split(":", 1)[1].strip() for l in lines[1:] if l.lower().startswith("host:")), ""
+            )
             record(src=peer, proto="http", port=port, method=method, host=host, path=path[:500])
             try:
                 self.request.sendall(NOT_FOUND)
