@@ -10,6 +10,7 @@ import hashlib
 import socket
 from functools import lru_cache
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -37,6 +38,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     host_id: str = Field(default_factory=socket.gethostname, description="worker host identity")
+    deployment: str | None = Field(
+        None, description="names this deployment's containers; defaults to one from its Redis"
+    )
 
     # --- API
     api_tokens: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -68,8 +72,13 @@ class Settings(BaseSettings):
 
     @property
     def deployment_id(self) -> str:
-        """Names this deployment (by its Redis) on a Docker engine that others may share."""
-        return hashlib.sha256(self.redis_url.encode()).hexdigest()[:12]
+        """Names this deployment on a Docker engine that others may share: the setting,
+        else the Redis it uses (host, port, database; not the password, which may change)."""
+        if self.deployment:
+            return self.deployment
+        url = urlsplit(self.redis_url)
+        where = f"{url.hostname}:{url.port or 6379}{url.path or '/0'}"
+        return hashlib.sha256(where.encode()).hexdigest()[:12]
 
     _csv = field_validator("api_tokens", mode="before")(_split_csv)
     _map = field_validator("images", mode="before")(_split_mapping)

@@ -80,8 +80,8 @@ class EpisodeEvents:
                         self._wake(data)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # Redis went away: keep serving, retry, re-check waiters
-                log.warning("event subscription lost; reconnecting", exc_info=True)
+            except Exception as exc:  # Redis went away: keep serving, retry, re-check waiters
+                log.warning("event subscription lost (%s); reconnecting", exc)
                 self._wake_all()
                 await asyncio.sleep(RECONNECT_DELAY_S)
             finally:

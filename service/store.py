@@ -244,6 +244,10 @@ class EpisodeStore:
         pipe.hdel(WORKER_PROBLEMS, worker)
         pipe.execute()
 
+    def forget_workers_older_than(self, age_s: float) -> None:
+        for worker in self.redis.zrangebyscore(WORKERS, "-inf", time.time() - age_s):
+            self.forget_worker(_text(worker))
+
     def report_problem(self, worker: str, problem: str | None) -> None:
         """A worker that is alive but cannot run episodes (Docker down, image missing)."""
         if problem:

@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 
 from redis.exceptions import RedisError
 
@@ -22,6 +23,23 @@ from workers.sandbox.docker import WORKER_LABEL, Engine, SandboxError
 from workers.sandbox.pool import WarmPool
 
 log = logging.getLogger(__name__)
+
+FORGET_AFTER_S = 24 * 3600  # a worker silent this long is dropped from the registry
+
+
+def process_start_ticks(pid: int) -> str:
+    """When a process started (clock ticks since boot): with its PID, who it is."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "0"
+
+
+def worker_name(host_id: str) -> str:
+    """`host.pid.start.random`: a restarted container may reuse the PID, never the start."""
+    pid = os.getpid()
+    return f"{host_id}.{pid}.{process_start_ticks(pid)}.{uuid.uuid4().hex[:4]}"
 
 
 class Janitor:
@@ -87,6 +105,7 @@ class Janitor:
                 log.exception("janitor: unexpected error")
 
     def sweep(self) -> None:
+        self.store.forget_workers_older_than(FORGET_AFTER_S)
         live = set(self.store.live_workers(self.heartbeat_ttl_s))
         live |= {w for w in self.store.dead_workers(self.heartbeat_ttl_s) if self._alive_here(w)}
         self.end_abandoned(live)
@@ -99,17 +118,10 @@ class Janitor:
 
     def _alive_here(self, worker: str) -> bool:
         """A worker of this host whose process still exists is slow, not dead."""
-        host, _, rest = worker.rpartition(".")[0].rpartition(".")
-        pid = rest if host else ""
-        if host != self.host or not pid.isdigit():
+        parts = worker.rsplit(".", 3)
+        if len(parts) != 4 or parts[0] != self.host or not parts[1].isdigit():
             return False
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return process_start_ticks(int(parts[1])) == parts[2]
 
     def end_abandoned(self, live: set[str]) -> int:
         ended = 0

@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import time
-import uuid
+from urllib.parse import urlsplit
 
 import redis
 from rq import Queue, SimpleWorker
@@ -29,7 +29,7 @@ from workers import runtime
 from workers.anticheat.guard import Guard
 from workers.anticheat.honeypot import Honeypot
 from workers.anticheat.judge import Judge, JudgeSettings
-from workers.janitor import Janitor
+from workers.janitor import Janitor, worker_name
 from workers.sandbox.checks import verify_protections
 from workers.sandbox.docker import Engine, SandboxError
 from workers.sandbox.pool import WarmPool
@@ -45,11 +45,31 @@ def _default_task() -> TaskSpec:
     return TaskSpec(tests=TestSpec(files={}), files={})
 
 
+def wait_for_redis(client: redis.Redis, url: str) -> None:
+    """Redis may come up after us (compose, a restart): wait for it, one line a retry."""
+    while True:
+        try:
+            client.ping()
+            return
+        except redis.RedisError as exc:
+            log.error("Redis at %s does not answer (%s); retrying in %.0fs",
+                      redact(url), exc, RETRY_S)
+            time.sleep(RETRY_S)
+
+
+def redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        return url.replace(f":{parts.password}@", ":***@")
+    return url
+
+
 def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> Engine:
     """Wait until Docker answers, the images are there and the protections hold.
 
     Meanwhile the worker heartbeats with its problem, so `/readyz` says what is wrong.
     """
+    store.report_problem(worker, "starting: checking Docker, the images and the protections")
     janitor = Janitor(store, worker=worker, host=settings.host_id,
                       heartbeat_s=settings.heartbeat_s, heartbeat_ttl_s=settings.heartbeat_ttl_s,
                       sweep_s=settings.reaper_interval_s)
@@ -119,8 +139,9 @@ def serve(settings: Settings, *, burst: bool = False, child: bool = False) -> No
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     if child:
         die_with_parent()
-    worker = f"{settings.host_id}.{os.getpid()}.{uuid.uuid4().hex[:4]}"
+    worker = worker_name(settings.host_id)
     client = redis.Redis.from_url(settings.redis_url, health_check_interval=30)
+    wait_for_redis(client, settings.redis_url)
     store = EpisodeStore(client, result_ttl_s=settings.result_ttl_s)
     engine = connect_engine(settings, store, worker)
     pool = WarmPool(engine, size=settings.pool_size)

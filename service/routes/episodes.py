@@ -133,7 +133,9 @@ async def ready_interactive(resources: Resources, episode_id: str) -> JSONRespon
     status_code=status.HTTP_202_ACCEPTED,
     response_model=EpisodeBatchCreated,
 )
-async def create_episodes(batch: EpisodeBatchCreate, resources: ResourcesDep) -> EpisodeBatchCreated:
+async def create_episodes(
+    batch: EpisodeBatchCreate, resources: ResourcesDep
+) -> EpisodeBatchCreated:
     if len(batch.episodes) > resources.settings.max_batch:
         raise BadRequest(f"at most {resources.settings.max_batch} episodes per batch")
     for request in batch.episodes:

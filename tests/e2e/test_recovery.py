@@ -65,7 +65,7 @@ def test_sigkilled_worker_leaves_no_episode_or_container_behind(
         def containers() -> list[dict[str, object]]:
             listed = engine.api.containers(all=True, filters={"label": "org.proctor.managed=1"})
             return [c for c in listed
-                    if c["Labels"].get("org.proctor.worker", "").rsplit(".", 2)[1]
+                    if c["Labels"].get("org.proctor.worker", "").rsplit(".", 3)[1]
                     == str(worker.pid)]
 
         assert containers(), "the episode's container should exist while it runs"

@@ -260,19 +260,33 @@ class Engine:
     # ------------------------------------------------------------------ networks, services
 
     def ensure_internal_network(self, name: str) -> None:
-        """A network with no route out (internal), created once and shared."""
+        """A network with no route out (internal), created once and shared.
+
+        Docker may let two workers starting together both create it; then all of them
+        keep the one with the smallest id and remove the others, so names stay unique.
+        """
         try:
-            existing = self.api.networks(names=[name])
-            if any(n.get("Name") == name for n in existing):
-                return
-            self.api.create_network(name, driver="bridge", internal=True,
-                                    labels={DEPLOYMENT_LABEL: self.deployment})
+            if not self._networks_named(name):
+                self.api.create_network(name, driver="bridge", internal=True,
+                                        check_duplicate=True,
+                                        labels={DEPLOYMENT_LABEL: self.deployment})
         except APIError as exc:
-            if exc.status_code == 409:
-                return
-            raise _wrap(exc, f"create network {name}") from exc
+            if exc.status_code != 409:
+                raise _wrap(exc, f"create network {name}") from exc
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, f"create network {name}") from exc
+        for duplicate in sorted(self._networks_named(name))[1:]:
+            try:
+                self.api.remove_network(duplicate)
+            except (DockerException, requests.exceptions.RequestException) as exc:
+                log.warning("could not remove duplicate network %s: %s", duplicate[:12], exc)
+
+    def _networks_named(self, name: str) -> list[str]:
+        try:
+            listed = self.api.networks(names=[name])
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"list networks named {name}") from exc
+        return [str(n["Id"]) for n in listed if n.get("Name") == name]
 
     def ensure_service(
         self,
