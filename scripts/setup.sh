@@ -48,6 +48,26 @@ install_packages() {
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# A dockerd that is still shutting down holds /var/run/docker.pid, and a new one refuses to
+# start beside it; one that was killed leaves the file behind. Wait for the first, clear the
+# second.
+wait_for_old_dockerd() {
+    local file=/var/run/docker.pid old i
+    [[ -r "${file}" ]] || return 0
+    old="$(cat "${file}")"
+    for ((i = 0; i < 120; i++)); do
+        [[ -n "${old}" ]] && kill -0 "${old}" 2>/dev/null || break
+        [[ "$(cat "/proc/${old}/comm" 2>/dev/null)" == dockerd ]] || break
+        ((i == 0)) && say "docker: waiting for dockerd ${old} to finish stopping"
+        sleep 0.25
+    done
+    if [[ -n "${old}" ]] && kill -0 "${old}" 2>/dev/null \
+        && [[ "$(cat "/proc/${old}/comm" 2>/dev/null)" == dockerd ]]; then
+        die "dockerd ${old} neither answers nor stops"
+    fi
+    rm -f "${file}"
+}
+
 start_docker() {
     if docker info >/dev/null 2>&1; then
         say "docker: running (engine $(docker version -f '{{.Server.Version}}' 2>/dev/null))"
@@ -61,6 +81,7 @@ start_docker() {
         say "docker: systemctl start docker"
         systemctl start docker
     else
+        wait_for_old_dockerd
         # setsid: dockerd outlives this script and its terminal, and a ^C here cannot reach it.
         setsid dockerd </dev/null >>"${run}/dockerd.log" 2>&1 &
         pid=$!
