@@ -50,7 +50,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         archive.add(path, arcname=".")
-    return {"archive": base64.b64encode(buffer.getvalue()).decode(), "base": base, "fix": fix}
+    git(path, "bundle", "create", str(path / "all.bundle"), "--all")
+    bundle = base64.b64encode((path / "all.bundle").read_bytes()).decode()
+    return {"archive": base64.b64encode(buffer.getvalue()).decode(), "bundle": bundle,
+            "base": base, "fix": fix}
 
 
 def task(repo: dict[str, str], *, disabled: list[str] | None = None,
@@ -217,3 +220,16 @@ async def test_async_gym_style_env(service_url: str, repo: dict[str, str]) -> No
         assert observation.output == "42\n" and not done
         result = await env.close()
     assert (result.verdict, result.reward) == ("failed", 0.0)
+
+
+def test_a_bundle_is_sanitized_like_an_archive(http: httpx.Client, repo: dict[str, str]) -> None:
+    body = task(repo, disabled=["vcs.*"])
+    body["task"]["repo"] = {"bundle": repo["bundle"], "base_commit": repo["base"]}
+    episode, first = start(http, body)
+    assert "calc.py" in first["output"]
+    assert bash(http, episode, "git rev-list --all")["output"].split() == [repo["base"]]
+    assert bash(http, episode, "git remote -v; git tag")["output"] == ""
+    assert bash(http, episode, "cat calc.py")["output"] == BUGGY
+    act(http, episode, type="write_file", path="calc.py", content=FIXED)
+    result = finish(http, episode)
+    assert (result["verdict"], result["reward"]) == ("passed", 1.0), result["cheat"]
