@@ -27,7 +27,7 @@ from typing import Any
 
 import redis
 
-from proctor.models import EpisodeCreate, EpisodeResult, EpisodeStatus, Step
+from proctor.models import EpisodeCreate, EpisodeMode, EpisodeResult, EpisodeStatus, Step
 
 PREFIX = "proctor:"
 EVENTS_CHANNEL = PREFIX + "events"
@@ -102,6 +102,19 @@ return 1
 """
 
 
+SUMMARY_FIELDS = ("status", "worker", "mode", "created", "last_action")
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeSummary:
+    id: str
+    status: EpisodeStatus
+    worker: str | None
+    interactive: bool
+    created: float
+    last_action: float
+
+
 @dataclass(frozen=True, slots=True)
 class EpisodeRecord:
     id: str
@@ -141,6 +154,7 @@ class EpisodeStore:
             "request": request.model_dump_json(),
             "status": EpisodeStatus.queued.value,
             "created": repr(now),
+            "mode": request.mode.value,
         }
 
     def add(self, pipe: Any, episode_id: str, request: EpisodeCreate) -> None:
@@ -221,6 +235,25 @@ class EpisodeStore:
             _record(eid, raw) if raw else None
             for eid, raw in zip(episode_ids, pipe.execute(), strict=True)
         ]
+
+    def live_summaries(self) -> list[EpisodeSummary]:
+        """The started, non-terminal episodes, without their (possibly large) requests:
+        what the janitors scan every few seconds."""
+        ids = self.active_ids()
+        pipe = self.redis.pipeline(transaction=False)
+        for episode_id in ids:
+            pipe.hmget(episode_key(episode_id), *SUMMARY_FIELDS)
+        summaries = []
+        for episode_id, values in zip(ids, pipe.execute(), strict=True):
+            status, worker, mode, created, last_action = (
+                _text(v) if v is not None else None for v in values)
+            if status is None or status in TERMINAL or status == EpisodeStatus.queued.value:
+                continue
+            summaries.append(EpisodeSummary(
+                id=episode_id, status=EpisodeStatus(status), worker=worker,
+                interactive=mode == EpisodeMode.interactive.value,
+                created=float(created or 0), last_action=float(last_action or created or 0)))
+        return summaries
 
     def status(self, episode_id: str) -> EpisodeStatus | None:
         raw = self.redis.hget(episode_key(episode_id), "status")

@@ -17,7 +17,7 @@ import uuid
 
 from redis.exceptions import RedisError
 
-from proctor.models import EpisodeMode, EpisodeResult, EpisodeStatus, Verdict
+from proctor.models import EpisodeResult, EpisodeStatus, Verdict
 from service.store import EpisodeStore
 from workers.sandbox.docker import WORKER_LABEL, Engine, SandboxError
 from workers.sandbox.pool import WarmPool
@@ -125,21 +125,22 @@ class Janitor:
 
     def end_abandoned(self, live: set[str]) -> int:
         ended = 0
-        for record in self.store.get_many(self.store.active_ids()):
-            if record is None or record.status is EpisodeStatus.queued:
+        for summary in self.store.live_summaries():
+            if summary.worker is None or summary.worker in live:
                 continue
-            owner = record.fields.get("worker")
-            if owner is None or owner in live:
+            record = self.store.get(summary.id)
+            if record is None:
                 continue
             result = record.public().model_copy(update={
                 "status": EpisodeStatus.failed,
                 "verdict": Verdict.infra_error,
                 "reward": None,
                 "passed": None,
-                "error": f"the worker running this episode ({owner}) stopped",
+                "error": f"the worker running this episode ({summary.worker}) stopped",
             })
             if self.store.finish(EpisodeResult.model_validate(result.model_dump())):
-                log.warning("episode %s: worker %s is gone; ended as infra_error", record.id, owner)
+                log.warning("episode %s: worker %s is gone; ended as infra_error",
+                            summary.id, summary.worker)
                 ended += 1
         return ended
 
@@ -147,13 +148,14 @@ class Janitor:
         """Interactive episodes left idle, or open past the total limit, end as `timeout`."""
         now = time.time()
         ended = 0
-        for record in self.store.get_many(self.store.active_ids()):
-            if (record is None or record.request.mode is not EpisodeMode.interactive
-                    or record.status is not EpisodeStatus.running):
+        for summary in self.store.live_summaries():
+            if not summary.interactive or summary.status is not EpisodeStatus.running:
                 continue
-            idle = now - float(record.fields.get("last_action", record.created))
-            age = now - record.created
+            idle, age = now - summary.last_action, now - summary.created
             if idle <= self.idle_s and age <= self.max_episode_s:
+                continue
+            record = self.store.get(summary.id)
+            if record is None:
                 continue
             why = (f"no action for {idle:.0f} s (limit {self.idle_s:.0f} s)" if idle > self.idle_s
                    else f"open for {age:.0f} s (limit {self.max_episode_s:.0f} s)")

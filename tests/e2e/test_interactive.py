@@ -233,3 +233,27 @@ def test_a_bundle_is_sanitized_like_an_archive(http: httpx.Client, repo: dict[st
     act(http, episode, type="write_file", path="calc.py", content=FIXED)
     result = finish(http, episode)
     assert (result["verdict"], result["reward"]) == ("passed", 1.0), result["cheat"]
+
+
+def test_a_second_action_while_one_runs_is_refused(
+    http: httpx.Client, service_url: str, repo: dict[str, str]
+) -> None:
+    import threading
+
+    episode, _ = start(http, task(repo))
+    slow: dict[str, Any] = {}
+
+    def sleep_a_while() -> None:
+        with httpx.Client(base_url=service_url, timeout=60) as other:
+            slow["response"] = other.post(f"/v1/episodes/{episode}/actions",
+                                          json={"type": "bash", "command": "sleep 3"})
+
+    thread = threading.Thread(target=sleep_a_while)
+    thread.start()
+    time.sleep(1)
+    busy = http.post(f"/v1/episodes/{episode}/actions", json={"type": "bash", "command": "ls"})
+    thread.join()
+    assert busy.status_code == 409 and "previous action" in busy.text
+    assert slow["response"].status_code == 200
+    assert bash(http, episode, "echo free")["output"] == "free\n"
+    finish(http, episode)
