@@ -117,11 +117,18 @@ start_redis() {
             ;;
     esac
     if redis-cli -u "${url}" ping 2>/dev/null | grep -qx PONG; then
+        # a running Redis whose data directory went away refuses writes (MISCONF): let it
+        # keep serving from memory rather than fail every episode
+        if ! redis-cli -u "${url}" set proctor:setup-probe 1 EX 10 2>/dev/null | grep -qx OK; then
+            say "redis: running but refusing writes; turning stop-writes-on-bgsave-error off"
+            redis-cli -u "${url}" config set stop-writes-on-bgsave-error no >/dev/null
+        fi
         say "redis: running (127.0.0.1:${port})"
         return
     fi
     mkdir -p "${run}/redis"
     redis-server --daemonize yes --bind 127.0.0.1 --port "${port}" --appendonly yes \
+        --stop-writes-on-bgsave-error no \
         --dir "${run}/redis" --pidfile "${run}/redis.pid" --logfile "${run}/redis.log" >/dev/null
     local i
     for ((i = 0; i < REDIS_WAIT * 4; i++)); do
