@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -34,6 +34,30 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def remove_deployment_containers(redis_url: str) -> None:
+    """What a test deployment leaves on the engine: its honeypot and any sandbox the
+    workers had no time to remove."""
+    import docker
+    from docker.errors import DockerException
+
+    from service.config import Settings
+
+    deployment = Settings(redis_url=redis_url).deployment_id
+    try:
+        client = docker.from_env()
+    except DockerException:
+        return  # no engine: nothing can be left on it
+    try:
+        leftovers = client.api.containers(
+            all=True, filters={"label": f"org.proctor.deployment={deployment}"})
+        names = [f"proctor-honeypot-{deployment}"] + [c["Id"] for c in leftovers]
+        for name in names:
+            with suppress(DockerException):  # already gone
+                client.api.remove_container(name, force=True)
+    finally:
+        client.close()
+
+
 @contextmanager
 def claimed_database() -> Iterator[str]:
     """A Redis database nobody else is using (test sessions may run side by side)."""
@@ -51,6 +75,7 @@ def claimed_database() -> Iterator[str]:
             try:
                 yield url
             finally:
+                remove_deployment_containers(url)
                 client.delete(LOCK_KEY)
                 client.close()
             return
