@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -444,6 +444,3 @@ class ScreenRequest(_Request):
 class ScreenResponse(_Result):
     verdicts: list[ScreenVerdict]
 
-
-def jsonable(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(mode="json")

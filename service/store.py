@@ -148,7 +148,7 @@ class EpisodeStore:
 
     # ------------------------------------------------------------------ writing
 
-    def create_fields(self, episode_id: str, request: EpisodeCreate) -> dict[str, str]:
+    def create_fields(self, request: EpisodeCreate) -> dict[str, str]:
         now = time.time()
         return {
             "request": request.model_dump_json(),
@@ -160,7 +160,7 @@ class EpisodeStore:
     def add(self, pipe: Any, episode_id: str, request: EpisodeCreate) -> None:
         """Queue the record's creation on a pipeline (the caller enqueues the job beside it)."""
         key = episode_key(episode_id)
-        fields = self.create_fields(episode_id, request)
+        fields = self.create_fields(request)
         pipe.hset(key, mapping=fields)
         # a live episode must outlive its longest possible run; the finish script shortens it
         pipe.expire(key, self.result_ttl_s + 2 * 3600 + int(request.task.limits.timeout_s))

@@ -144,10 +144,6 @@ class Engine:
             self._digests[image] = digest
         return digest
 
-    def forget_digest(self, image: str) -> None:
-        with self._lock:
-            self._digests.pop(image, None)
-
     # ------------------------------------------------------------------ containers
 
     def create(

@@ -59,10 +59,6 @@ class WarmPool:
         else:
             self._executor.submit(self.engine.remove, container.id)
 
-    def owns(self, container_id: str) -> bool:
-        with self._lock:
-            return any(c.id == container_id for q in self._ready.values() for c in q)
-
     def _refill(self, spec: SandboxSpec) -> None:
         if self.size <= 0 or self._closed:
             return
