@@ -13,59 +13,41 @@ from __future__ import annotations
 import json
 import logging
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import TypeAdapter
 
 from proctor.models import (
     Action,
-    BashAction,
     EpisodeResult,
     EpisodeStatus,
     Observation,
-    ReadFileAction,
     SandboxInfo,
     Step,
     StepResult,
     Timings,
-    WriteFileAction,
 )
 from service.store import EpisodeRecord
+from workers.actions import action_op, observation_of
 from workers.anticheat.guard import apply_policy, integrity_evidence
-from workers.evaluation.grading import STEERING_FILES, grading_plan, steering_paths
+from workers.evaluation.grading import (
+    STEERING_FILES,
+    grading_plan,
+    is_protected,
+    steering_paths,
+)
 from workers.evaluation.repo import bundle_script, sanitize_script
-from workers.evaluation.scoring import TestRun, score
-from workers.oneshot import infra_failure, observation_of
+from workers.results import graded_result, infra_failure, score_test_run
 from workers.runtime import Runtime
 from workers.sandbox.docker import Container, SandboxError
 from workers.sandbox.sandbox import RunnerBroken, Sandbox
 
 log = logging.getLogger(__name__)
 
-SHELL_STATE = "/tmp/.proctor-shell"
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
 BUNDLE_PATH = "/tmp/.proctor-repo.bundle"
-START_TIMEOUT_S = 120.0
 HISTORY_FOR_JUDGE = 8
 DIFF_BYTES = 60_000
-
-
-def shell_command(command: str) -> str:
-    """Wrap a bash action so `cd` and `export` persist into the next one."""
-    return (
-        f"mkdir -p {SHELL_STATE}; "
-        f"[ -f {SHELL_STATE}/env ] && . {SHELL_STATE}/env >/dev/null 2>&1; "
-        f"cd \"$(cat {SHELL_STATE}/cwd 2>/dev/null || echo /workspace)\" 2>/dev/null "
-        "|| cd /workspace; "
-        f"trap 'pwd > {SHELL_STATE}/cwd; export -p > {SHELL_STATE}/env' EXIT\n"
-        f"{command}\n"
-    )
-
-
-def workspace_path(path: str) -> str:
-    """Actions may name files relative to the workspace or absolutely inside it."""
-    return path[len("/workspace/"):] if path.startswith("/workspace/") else path
 
 
 def prepare_ops(rt: Runtime, record: EpisodeRecord) -> list[dict[str, Any]]:
@@ -122,7 +104,7 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
             "keep": json.dumps(sorted(set(found["paths"]) | steering_paths(task.files))),
             "restore": json.dumps({**snapshot["files"],
                                    **{p: c for p, c in task.files.items()
-                                      if _protected(p, task.protected_paths)}}),
+                                      if is_protected(p, task.protected_paths)}}),
             "observation": observation.model_dump_json(),
             "last_action": repr(time.time()),
             "sandbox_start_s": repr(ready_s),
@@ -139,10 +121,6 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
     finally:
         if not keep_container:
             rt.pool.discard(container)
-
-
-def _protected(path: str, protected: list[str]) -> bool:
-    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in protected)
 
 
 def _sandbox(rt: Runtime, record: EpisodeRecord) -> Sandbox:
@@ -165,17 +143,6 @@ def _live(rt: Runtime, episode_id: str, reply_key: str) -> EpisodeRecord | None:
     return record
 
 
-def action_op(action: Action, *, output_bytes: int, max_timeout_s: float) -> dict[str, Any]:
-    if isinstance(action, BashAction):
-        return {"op": "run", "command": shell_command(action.command),
-                "timeout_s": min(action.timeout_s, max_timeout_s), "output_bytes": output_bytes,
-                "env": {"HOME": "/home/sandbox", "LANG": "C.UTF-8", "TERM": "dumb"}}
-    if isinstance(action, WriteFileAction):
-        return {"op": "write", "files": {workspace_path(action.path): action.content}}
-    assert isinstance(action, ReadFileAction)
-    return {"op": "read", "paths": [workspace_path(action.path)], "max_bytes": output_bytes}
-
-
 def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_key: str) -> None:
     record = _live(rt, episode_id, reply_key)
     if record is None:
@@ -191,7 +158,7 @@ def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_
         step = screened
         log.info("episode %s: step intercepted by %s", episode_id, verdict.rule)
     else:
-        op = action_op(action, output_bytes=task.limits.output_bytes,
+        op = action_op(action, output_bytes=task.limits.output_bytes, persistent_shell=True,
                        max_timeout_s=rt.settings.max_episode_s)
         try:
             reply = sandbox.program([op], timeout_s=float(op.get("timeout_s", 10)))
@@ -241,24 +208,12 @@ def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
         test = next((r for r in reply.results[len(looks):] if "exit_code" in r), None)
         if test is None:
             raise RunnerBroken(reply.error or "the hidden tests did not run")
-        oom = test["oom_killed"]
-        outcome = score(TestRun(exit_code=test["exit_code"], timed_out=test["timed_out"],
-                                oom_killed=oom, report_xml=test.get("report"),
-                                stderr=test["stderr"]), task.tests, task.scoring)
-        result = EpisodeResult(
-            id=episode_id, status=EpisodeStatus.completed, mode=record.request.mode,
-            reward=outcome.reward, passed=outcome.passed, verdict=outcome.verdict,
-            tests=outcome.tests, stdout=test["stdout"], stderr=test["stderr"],
-            stdout_truncated=test["stdout_truncated"], stderr_truncated=test["stderr_truncated"],
-            exit_code=test["exit_code"], reason=reason or outcome.reason,
-            timings=Timings(sandbox_start_s=float(record.fields.get("sandbox_start_s", 0)),
-                            run_s=run_s, total_s=time.time() - record.created),
-            sandbox=info, steps=steps, step_rewards=[s.reward for s in steps],
-            metadata=record.request.metadata,
-            created_at=datetime.fromtimestamp(record.created, UTC), finished_at=datetime.now(UTC),
-        )
+        outcome = score_test_run(test, task, oom_killed=test["oom_killed"])
+        timings = Timings(sandbox_start_s=float(record.fields.get("sandbox_start_s", 0)),
+                          run_s=run_s, total_s=time.time() - record.created)
+        result = graded_result(record, outcome, test, steps, info, timings, reason=reason)
         evidence = integrity_evidence(
-            {p: c for p, c in restore.items() if _protected(p, task.protected_paths)}, left)
+            {p: c for p, c in restore.items() if is_protected(p, task.protected_paths)}, left)
         evidence += rt.guard.network_evidence(sandbox, since=record.created)
         judged, judge_status = rt.guard.judge_trajectory(record, steps, diff)
         result = apply_policy(record, result, evidence + judged, judge_status)

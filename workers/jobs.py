@@ -6,7 +6,8 @@ import logging
 
 from proctor.models import EpisodeMode
 from workers import runtime
-from workers.oneshot import infra_failure, run_oneshot
+from workers.oneshot import run_oneshot
+from workers.results import infra_failure
 from workers.sandbox.docker import SandboxError
 
 log = logging.getLogger(__name__)

@@ -95,3 +95,8 @@ def steering_paths(paths: set[str] | dict[str, str]) -> set[str]:
     names = {n for n in STEERING_FILES if not n.startswith("*")}
     suffixes = tuple(n[1:] for n in STEERING_FILES if n.startswith("*"))
     return {p for p in paths if p.rsplit("/", 1)[-1] in names or p.endswith(suffixes)}
+
+
+def is_protected(path: str, protected: list[str]) -> bool:
+    """A path the task protects: named exactly, or under a protected directory (`tests/`)."""
+    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in protected)
