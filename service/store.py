@@ -188,13 +188,6 @@ class EpisodeStore:
         args += [repr(finished.timestamp()), json.dumps(list(LATENCY_BUCKETS))]
         return int(self._finish(keys=keys, args=args)) == 1
 
-    def request_cancel(self, episode_id: str) -> None:
-        """Tell the worker running it to stop early (the record already says cancelled)."""
-        self.redis.set(f"{PREFIX}cancel:{episode_id}", "1", ex=3600)
-
-    def cancel_requested(self, episode_id: str) -> bool:
-        return bool(self.redis.exists(f"{PREFIX}cancel:{episode_id}"))
-
     # ------------------------------------------------------------------ interactive steps
 
     def add_step(self, episode_id: str, step: Step) -> Step:

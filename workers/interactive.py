@@ -112,7 +112,7 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
         }
         keep_container = rt.store.advance(record.id, EpisodeStatus.running, **state)
         if keep_container:
-            rt.interactive[record.id] = container.id
+            rt.holding[record.id] = container.id
             log.info("episode %s container %s: ready in %.3fs (%s)", record.id,
                      container.name, ready_s, "warm" if warm else "cold")
         return None
@@ -221,7 +221,7 @@ def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
         result = infra_failure(record, f"grading failed: {exc}", steps=steps, sandbox=info)
     finally:
         rt.engine.remove(sandbox.container.id)
-        rt.interactive.pop(episode_id, None)
+        rt.holding.pop(episode_id, None)
     rt.store.finish(result)
     if reply_key is not None:
         rt.store.reply(reply_key, body=result.model_dump(mode="json"))

@@ -54,7 +54,7 @@ class Janitor:
         sweep_s: float,
         engine: Engine | None = None,
         pool: WarmPool | None = None,
-        interactive: dict[str, str] | None = None,
+        holding: dict[str, str] | None = None,
         idle_s: float = 300.0,
         max_episode_s: float = 3600.0,
     ) -> None:
@@ -66,8 +66,8 @@ class Janitor:
         self.sweep_s = sweep_s
         self.engine = engine
         self.pool = pool
-        # interactive episodes whose container this process holds: episode id → container
-        self.interactive = interactive if interactive is not None else {}
+        # episodes whose container this process holds: episode id → container id
+        self.holding = holding if holding is not None else {}
         self.idle_s = idle_s
         self.max_episode_s = max_episode_s
         self._stop = threading.Event()
@@ -170,13 +170,14 @@ class Janitor:
         return ended
 
     def release_ended(self) -> None:
-        """Remove the containers of this process's interactive episodes that have ended."""
+        """Remove the containers of this process's episodes that ended elsewhere (a cancel,
+        a trainer's deadline, an idle limit): a running test or agent stops there."""
         assert self.engine is not None
-        for episode_id, container_id in list(self.interactive.items()):
+        for episode_id, container_id in list(self.holding.items()):
             status = self.store.status(episode_id)
             if status is None or status.terminal:
                 self.engine.remove(container_id)
-                self.interactive.pop(episode_id, None)
+                self.holding.pop(episode_id, None)
                 log.info("episode %s: ended; container %s removed", episode_id, container_id[:12])
 
     def reap_containers(self, live: set[str]) -> int:

@@ -151,7 +151,7 @@ def serve(settings: Settings, *, burst: bool = False, child: bool = False) -> No
     pool.prewarm(rt.spec_for(_default_task()))
     janitor = Janitor(store, worker=worker, host=settings.host_id, engine=engine, pool=pool,
                       heartbeat_s=settings.heartbeat_s, heartbeat_ttl_s=settings.heartbeat_ttl_s,
-                      sweep_s=settings.reaper_interval_s, interactive=rt.interactive,
+                      sweep_s=settings.reaper_interval_s, holding=rt.holding,
                       idle_s=settings.interactive_idle_s, max_episode_s=settings.max_episode_s)
     janitor.start()
     janitor.sweep()  # containers of workers that died before we started

@@ -50,6 +50,7 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
              "warm" if warm else "cold")
     info = SandboxInfo(image=spec.image, image_digest=rt.engine.image_digest(spec.image),
                        host=rt.host, network=spec.network)
+    rt.holding[record.id] = container.id
     try:
         rt.store.advance(record.id, EpisodeStatus.running, container=container.name)
         limits = task.limits
@@ -112,6 +113,7 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
                        Timings(queued_s=queued_s, sandbox_start_s=sandbox_start_s,
                                total_s=time.time() - record.created))
     finally:
+        rt.holding.pop(record.id, None)
         rt.pool.discard(container)
 
 

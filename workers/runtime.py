@@ -27,8 +27,9 @@ class Runtime:
     pool: WarmPool
     worker: str
     guard: Guard
-    # interactive episodes whose container this process started: episode id → container id
-    interactive: dict[str, str] = field(default_factory=dict)
+    # episodes whose container this process holds (episode id → container id): when one
+    # ends elsewhere (cancelled, past a deadline) the janitor removes its container
+    holding: dict[str, str] = field(default_factory=dict)
 
     @property
     def host(self) -> str:

@@ -170,6 +170,5 @@ def cancel_episode(episode_id: str, resources: ResourcesDep) -> EpisodeResult:
     )
     if not store.finish(cancelled):
         raise Conflict(f"episode {episode_id} ended before it could be cancelled")
-    store.request_cancel(episode_id)
-    return cancelled
+    return cancelled  # the worker holding its sandbox sees it ended and removes it
 

@@ -161,8 +161,7 @@ def end_at_deadline(resources: Resources, episode_id: str) -> EpisodeResult:
     )
     ended = record.public().model_copy(update={**update, "finished_at": datetime.now(UTC)})
     if store.finish(ended):
-        store.request_cancel(episode_id)
-        return ended
+        return ended  # the worker holding its sandbox sees it ended and removes it
     latest = store.get(episode_id)  # it ended on its own meanwhile
     return latest.public() if latest is not None else ended
 

@@ -132,7 +132,7 @@ def test_an_episode_past_the_deadline_is_ended_for_good(
     assert (ended.verdict, ended.reward, ended.status.terminal) == (verdict, reward, True)
     record = store.get(episode_id)
     assert record is not None and record.result == ended  # a late worker result is refused
-    assert store.cancel_requested(episode_id)  # and the worker is told to stop
+    assert store.status(episode_id) is ended.status  # what the holding worker watches
     assert end_at_deadline(resources, episode_id) == ended
 
 

@@ -1,4 +1,5 @@
-"""Interactive episodes left alone end as `timeout`; cancelled ones lose their container."""
+"""Episodes that end elsewhere lose their sandbox: interactive ones left idle end as
+`timeout`; cancelled ones, interactive or one-shot, stop running at once."""
 
 from __future__ import annotations
 
@@ -8,18 +9,26 @@ import docker
 import httpx
 import pytest
 
+from service.config import Settings
 from tests.conftest import claimed_database, running_service, wait_until
+from tests.e2e.helpers import episode
 from tests.e2e.test_interactive import bash, repo, start, task  # noqa: F401
 
 
 @pytest.fixture(scope="module")
-def impatient(docker_ready: None) -> Iterator[httpx.Client]:
-    """A service whose interactive episodes may idle for 3 s."""
+def impatient_service(docker_ready: None) -> Iterator[tuple[httpx.Client, str]]:
+    """A service whose interactive episodes may idle for 3 s; no warm pool, so every
+    container of its deployment belongs to an episode."""
     with claimed_database() as redis_url, running_service(
         redis_url, PROCTOR_INTERACTIVE_IDLE_S="3", PROCTOR_REAPER_INTERVAL_S="1",
-        PROCTOR_WORKER_CONCURRENCY="1",
+        PROCTOR_WORKER_CONCURRENCY="1", PROCTOR_POOL_SIZE="0",
     ) as url, httpx.Client(base_url=url, timeout=120) as client:
-        yield client
+        yield client, Settings(redis_url=redis_url).deployment_id
+
+
+@pytest.fixture
+def impatient(impatient_service: tuple[httpx.Client, str]) -> httpx.Client:
+    return impatient_service[0]
 
 
 def container_exists(container_id: str) -> bool:
@@ -54,3 +63,27 @@ def test_cancel_removes_the_container(impatient: httpx.Client, repo: dict[str, s
     assert impatient.delete(f"/v1/episodes/{episode_id}").json()["status"] == "cancelled"
     assert wait_until(lambda: not container_exists(container_id), 20)
     assert impatient.get(f"/v1/episodes/{episode_id}").json()["status"] == "cancelled"
+
+
+def test_cancelling_a_running_oneshot_stops_its_sandbox(
+    impatient_service: tuple[httpx.Client, str],
+) -> None:
+    client, deployment = impatient_service
+    slow = episode("x = 1\n", tests="import time\n\ndef test_slow():\n    time.sleep(60)\n",
+                   timeout_s=90)
+    episode_id = client.post("/v1/episodes", json=slow).json()["id"]
+    assert wait_until(lambda: client.get(f"/v1/episodes/{episode_id}").json()["status"]
+                      == "running", 60)
+
+    def sandboxes() -> list[object]:
+        engine = docker.from_env()
+        try:
+            return list(engine.api.containers(
+                filters={"label": f"org.proctor.deployment={deployment}"}))
+        finally:
+            engine.close()
+
+    assert wait_until(lambda: len(sandboxes()) == 1, 10)
+    assert client.delete(f"/v1/episodes/{episode_id}").json()["status"] == "cancelled"
+    assert wait_until(lambda: not sandboxes(), 15), "the cancelled episode's sandbox still runs"
+    assert client.get(f"/v1/episodes/{episode_id}").json()["status"] == "cancelled"

@@ -390,7 +390,10 @@ class Engine:
 
     def _exit_code(self, exec_id: str) -> int | None:
         for _ in range(50):  # the stream can close a moment before the exec is marked done
-            info = self.api.exec_inspect(exec_id)
+            try:
+                info = self.api.exec_inspect(exec_id)
+            except (DockerException, requests.exceptions.RequestException) as exc:
+                raise _wrap(exc, "inspect an exec") from exc
             if not info.get("Running"):
                 code = info.get("ExitCode")
                 return int(code) if code is not None else None
