@@ -1,24 +1,43 @@
 """The grading phase as runner operations: seal, copy the hidden tests in, run them.
 
 By the time these operations run every process of the code under test has been killed,
-files it planted to steer pytest (a conftest.py that forces passes, a sitecustomize.py)
-are removed, and the task's own versions of protected files are written back. The test
-run gets a fresh HOME, no user site-packages, and pytest options from the environment
-(`PYTEST_ADDOPTS`), so the report lands where we look and the configuration is the task's.
+files it planted to steer pytest or the interpreter are removed (a conftest.py that forces
+passes, a sitecustomize.py, a `.pth`, a distribution's `entry_points.txt` registering a
+pytest plugin), and the task's own versions of protected files are written back. The test
+run gets a fresh HOME, no user site-packages, no script directory or cwd on `sys.path`
+(`PYTHONSAFEPATH`, junit runs only: an exit-code script may import its neighbours), and
+pytest options from the environment (`PYTEST_ADDOPTS`), so the report lands where we look
+and the configuration is the task's.
+
+Plugin autoloading is off (`PYTEST_DISABLE_PLUGIN_AUTOLOAD`): pytest would otherwise load
+entry points of any distribution on `sys.path`, the workspace included. The grader plugin
+(`grader_plugin.py`, written into the private grader directory under a random module name
+and loaded first with `-p`) loads the image's own plugins in its place, from root-owned
+read-only directories only, and seals the report with this run's key (`seal.py`). Limits of
+that: one pytest session per grading command (a second finds no key, and its report no
+seal); plugins a task names in its own `addopts` load before the grader, and if they come
+from the workspace the run fails (load them from a conftest.py, which runs after it).
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from proctor.models import TaskSpec, TestFormat
+from workers.evaluation.seal import new_run, plugin_source
 
-# Files that change how Python or pytest behave when merely present in the tree.
+# Files that change how Python or pytest behave when merely present in the tree. A
+# distribution's metadata registers code through its `entry_points.txt` (the `*.dist-info`
+# or `*.egg-info` directory around it is inert without one); `.pth` and `.egg-link` files
+# (and the `__editable__` finders they name) act only in site directories, never the tree,
+# but have no business in it either.
 STEERING_FILES = (
-    "conftest.py", "sitecustomize.py", "usercustomize.py", "*.pth",
+    "conftest.py", "sitecustomize.py", "usercustomize.py", "*.pth", "*.egg-link",
+    "entry_points.txt",
     "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
     "pyproject.toml",
 )
@@ -51,6 +70,8 @@ def grading_plan(
     """
     grader = f"/tmp/.grader-{secrets.token_hex(8)}"
     report = f"{grader}/{REPORT_NAME}"
+    plugin = f"_proctor_grader_{secrets.token_hex(8)}"  # unguessable: nothing can shadow it
+    run, key = new_run()
     command = task.tests.command or default_command(task)
     task_has_config = any(p.rsplit("/", 1)[-1] in CONFIG_FILES for p in keep | set(restore))
     # with no configuration of the task's own, pytest reads only ours: nothing in the tree
@@ -60,11 +81,20 @@ def grading_plan(
         "LANG": "C.UTF-8",
         "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        # pytest puts the grader's directory on sys.path before it imports `-p` plugins
         "PYTEST_ADDOPTS": (
-            f"{config}--junitxml={report} -o junit_family=xunit1 -p no:cacheprovider "
-            f"--rootdir=/workspace -o pythonpath=/workspace"
+            f"-p {plugin} {config}--junitxml={report} -o junit_family=xunit1 "
+            f"-p no:cacheprovider --rootdir=/workspace "
+            f"-o 'pythonpath={grader}/plugin /workspace'"
         ),
     }
+    if task.tests.format is TestFormat.junit:
+        env["PYTHONSAFEPATH"] = "1"
+    # files grading itself writes: the grader plugin may see them imported before it arms
+    written = sorted(f"/workspace/{p}" for p in {*task.tests.files, *restore})
+    secret = json.dumps({"run": run, "key": key.hex(), "report": report,
+                         "trusted_files": written})
     limits = task.limits
     ops: list[dict[str, Any]] = [
         {"op": "killall"},
@@ -76,7 +106,9 @@ def grading_plan(
         {"op": "write", "files": task.tests.files},
         {"op": "mkdir", "path": grader},
         {"op": "mkdir", "path": f"{grader}/home"},
-        {"op": "write", "root": grader, "files": {"pytest.ini": "[pytest]\n"}},
+        {"op": "write", "root": grader, "files": {
+            "pytest.ini": "[pytest]\n", "key.json": secret,
+            f"plugin/{plugin}.py": plugin_source()}},
         {
             "op": "run",
             "command": command,

@@ -8,6 +8,8 @@ The rules, in order (the first that applies decides):
 | the run hit its wall-clock limit                | timeout        | 0               |
 | the kernel OOM-killed a process of the run      | oom            | 0               |
 | no report, unreadable report, zero tests        | failed/…error  | 0               |
+| a pytest report without a valid grader seal     | failed         | 0               |
+| workspace code ran before the grader armed      | failed         | 0               |
 | the code does not compile (SyntaxError)         | compile_error  | 0               |
 | a test module failed to import                  | runtime_error  | 0               |
 | listed FAIL_TO_PASS/PASS_TO_PASS tests all pass | passed         | 1               |
@@ -15,7 +17,10 @@ The rules, in order (the first that applies decides):
 | otherwise                                       | failed         | 0 (or fraction) |
 
 A report and an exit code that disagree (a report of all passes from a run that exited
-non-zero) is a failure: the code under test may have written that report itself.
+non-zero) is a failure: the code under test may have written that report itself. A command
+that runs pytest loads the grader plugin, which seals the report at the end of the session
+(`seal.py`); a report that lacks the seal, or was changed after it, was not written by the
+session we graded. Other commands write JUnit XML themselves and are trusted as written.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from dataclasses import dataclass, field
 
 from proctor.models import Scoring, TestCase, TestFormat, TestOutcome, TestSpec, Verdict
 from workers.evaluation.junit import Report, ReportError, parse
+from workers.evaluation.seal import SealError, runs_pytest, unseal
 
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 
@@ -75,9 +81,22 @@ def score(run: TestRun, spec: TestSpec, scoring: Scoring) -> Score:
             ok,
             reason=f"the test command exited {run.exit_code}",
         )
+    xml = run.report_xml
     try:
-        report = parse(run.report_xml)
-    except ReportError as exc:
+        if xml and runs_pytest(spec.command):
+            xml, seal = unseal(xml)
+            if seal.early:
+                return Score(Verdict.failed, 0.0, False, reason=(
+                    "code from writable places ran before the grader plugin armed: "
+                    + ", ".join(seal.early)))
+            report = parse(xml)
+            passed = sum(c.outcome is TestOutcome.passed for c in report.cases)
+            if passed > seal.passed:
+                return Score(Verdict.failed, 0.0, False, report.cases, (
+                    f"the report counts {passed} passes, the session saw {seal.passed}"))
+        else:
+            report = parse(xml)
+    except (ReportError, SealError) as exc:
         return Score(Verdict.failed, 0.0, False, reason=str(exc))
     return _score_report(report, run, spec, scoring)
 

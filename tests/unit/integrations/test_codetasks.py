@@ -31,6 +31,7 @@ from proctor.integrations.codetasks import (
 )
 from proctor.models import EpisodeCreate, Scoring, TestOutcome, Verdict
 from tests.unit.integrations.conftest import FakeProctor
+from tests.unit.test_scoring import sealed
 from workers.evaluation.scoring import Score, TestRun, score
 
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
@@ -161,7 +162,8 @@ def grade(episode: EpisodeCreate, directory: Path) -> Score:
         [sys.executable, "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider",
          f"--junitxml={report}", "-o", "junit_family=xunit1", TEST_FILE],
         cwd=directory, capture_output=True, text=True, timeout=120, check=False)
-    xml = report.read_text() if report.exists() else None
+    # sealed as the grader plugin seals it in the sandbox (the seal is tested on its own)
+    xml = sealed(report.read_text()) if report.exists() else None
     return score(TestRun(exit_code=run.returncode, timed_out=False, oom_killed=False,
                          report_xml=xml), episode.task.tests, episode.task.scoring)
 

@@ -1,0 +1,91 @@
+"""Per-run keys for the grader plugin, and the check of the seal it puts on a JUnit report.
+
+A run's key is derived from a secret of this worker process and the run's public id, so
+the scorer can check a report with nothing but the report: no key travels beside it, and
+none is stored. The key reaches the sandbox once, in a file the grader plugin deletes as it
+arms (see `grader_plugin.py` for what that does and does not protect against).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+SEAL_MARK = "\n<!-- proctor-seal "
+_SEAL_TAIL = re.compile(r"(\{[^\n]*\}) ([0-9a-f]{64}) -->\n?\Z")
+# a command runs pytest when it names it; then its report must carry the plugin's seal
+_RUNS_PYTEST = re.compile(r"\bpy\.?test\b")
+
+
+class SealError(ValueError):
+    """The report is not the one the graded pytest session wrote: the run fails."""
+
+
+@dataclass(frozen=True, slots=True)
+class Seal:
+    run: str
+    exitstatus: int | None
+    tests: int
+    passed: int
+    early: list[str] = field(default_factory=list)
+
+
+@cache
+def _worker_secret() -> bytes:
+    return secrets.token_bytes(32)
+
+
+def run_key(run: str) -> bytes:
+    return hmac.new(_worker_secret(), b"proctor-grader-key:" + run.encode(), "sha256").digest()
+
+
+def new_run() -> tuple[str, bytes]:
+    """A fresh run id (public) and its key (secret, for the sandbox's key file only)."""
+    run = secrets.token_hex(16)
+    return run, run_key(run)
+
+
+@cache
+def plugin_source() -> str:
+    return Path(__file__).with_name("grader_plugin.py").read_text(encoding="utf-8")
+
+
+def runs_pytest(command: str | None) -> bool:
+    """The default command and any that names pytest load the plugin, so must be sealed."""
+    return command is None or bool(_RUNS_PYTEST.search(command))
+
+
+def unseal(report: str) -> tuple[str, Seal]:
+    """The report as pytest wrote it and its seal; SealError when either does not hold."""
+    body, mark, tail = report.rpartition(SEAL_MARK)
+    if not mark:
+        raise SealError("the JUnit report carries no grader seal: the graded pytest "
+                        "session did not write it (or it was rewritten afterwards)")
+    found = _SEAL_TAIL.match(tail)
+    if found is None:
+        raise SealError("the JUnit report's grader seal is malformed")
+    text, mac = found.group(1), found.group(2)
+    try:
+        data = json.loads(text)
+        run = str(data["run"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SealError("the JUnit report's grader seal is malformed") from exc
+    expected = hmac.new(run_key(run), text.encode(), "sha256").hexdigest()
+    if not hmac.compare_digest(expected, mac):
+        raise SealError("the JUnit report's grader seal is not valid for this worker")
+    if hashlib.sha256(body.encode("utf-8")).hexdigest() != data.get("sha256"):
+        raise SealError("the JUnit report was changed after the test session wrote it")
+    exitstatus = data.get("exitstatus")
+    return body, Seal(
+        run=run,
+        exitstatus=exitstatus if isinstance(exitstatus, int) else None,
+        tests=int(data.get("tests", 0)),
+        passed=int(data.get("passed", 0)),
+        early=[str(m) for m in data.get("early", [])],
+    )
