@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from proctor.models import Action, BashAction, Observation, ReadFileAction, WriteFileAction
+from workers.sandbox.sandbox import ERRNO_REASONS
 
 SHELL_STATE = "/tmp/.proctor-shell"
 ACTION_ENV = {"HOME": "/home/sandbox", "LANG": "C.UTF-8", "TERM": "dumb"}
@@ -46,8 +47,10 @@ def action_op(
 
 
 def observation_of(action: Action, result: dict[str, Any] | None, error: str | None) -> Observation:
-    if result is None:
-        return Observation(stderr=error or "not run", exit_code=1)
+    if result is None or "error" in result:  # the operation raised (a refused fork, say)
+        message = str((result or {}).get("error") or error or "not run")
+        reason = ERRNO_REASONS.get((result or {}).get("errno") or -1)
+        return Observation(stderr=f"{reason}: {message}" if reason else message, exit_code=1)
     if isinstance(action, BashAction):
         return Observation(
             output=result["stdout"], stderr=result["stderr"], exit_code=result["exit_code"],

@@ -37,6 +37,7 @@ from workers.evaluation.grading import (
     steering_paths,
 )
 from workers.evaluation.repo import bundle_script, sanitize_script
+from workers.evaluation.scoring import Score
 from workers.results import graded_result, infra_failure, score_test_run
 from workers.runtime import Runtime
 from workers.sandbox.docker import Container, SandboxError
@@ -162,7 +163,8 @@ def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_
                        max_timeout_s=rt.settings.max_episode_s)
         try:
             reply = sandbox.program([op], timeout_s=float(op.get("timeout_s", 10)))
-            result = reply.results[0] if reply.results else None
+            result = reply.results[0] if reply.results else {"error": reply.error,
+                                                             "errno": reply.errno}
             observation = observation_of(action, result, reply.error)
         except RunnerBroken as exc:
             observation = Observation(stderr=str(exc), exit_code=137)
@@ -199,15 +201,15 @@ def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
                           "command": "git -c core.hooksPath=/dev/null add -A -N . >/dev/null "
                                      f"2>&1; git --no-pager diff {task.repo.base_commit}"})
         run_started = time.monotonic()
-        reply = sandbox.program(looks + plan.ops, timeout_s=plan.timeout_s + 40)
+        reply = sandbox.program(looks + plan.ops, timeout_s=plan.timeout_s + 40, reclaim=True)
         run_s = time.monotonic() - run_started
-        if len(reply.results) < len(looks):
-            raise RunnerBroken(reply.error or "the workspace could not be inspected")
+        if len(reply.results) < len(looks):  # an operation raised: whose fault was it?
+            raise sandbox.failure_of(reply)
         left = reply.results[1]["files"]
         diff = reply.results[2]["stdout"] if task.repo is not None else ""
         test = next((r for r in reply.results[len(looks):] if "exit_code" in r), None)
         if test is None:
-            raise RunnerBroken(reply.error or "the hidden tests did not run")
+            raise sandbox.failure_of(reply)
         outcome = score_test_run(test, task, oom_killed=test["oom_killed"])
         timings = Timings(sandbox_start_s=float(record.fields.get("sandbox_start_s", 0)),
                           run_s=run_s, total_s=time.time() - record.created)
@@ -217,7 +219,12 @@ def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
         evidence += rt.guard.network_evidence(sandbox, since=record.created)
         judged, judge_status = rt.guard.judge_trajectory(record, steps, diff)
         result = apply_policy(record, result, evidence + judged, judge_status)
-    except (RunnerBroken, SandboxError) as exc:
+    except RunnerBroken as exc:  # the code under test broke the sandbox: its typed verdict
+        outcome = Score(exc.failure.verdict, 0.0, False, reason=exc.failure.reason)
+        result = graded_result(record, outcome, None, steps, info, Timings(
+            sandbox_start_s=float(record.fields.get("sandbox_start_s", 0)),
+            total_s=time.time() - record.created))
+    except SandboxError as exc:
         result = infra_failure(record, f"grading failed: {exc}", steps=steps, sandbox=info)
     finally:
         rt.engine.remove(sandbox.container.id)

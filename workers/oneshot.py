@@ -17,7 +17,6 @@ from proctor.models import (
     SandboxInfo,
     Step,
     Timings,
-    Verdict,
 )
 from service.store import EpisodeRecord
 from workers.actions import action_op, observation_of
@@ -63,8 +62,10 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
         if solution.files:
             ops.append({"op": "write", "files": solution.files})
         first_action = len(ops)
-        ops += [action_op(a, output_bytes=limits.output_bytes, persistent_shell=False,
-                          max_timeout_s=rt.settings.max_episode_s) for a in solution.actions]
+        # an action that fails (its fork refused, its file unwritable) must not skip grading
+        ops += [{**action_op(a, output_bytes=limits.output_bytes, persistent_shell=False,
+                             max_timeout_s=rt.settings.max_episode_s), "keep_going": True}
+                for a in solution.actions]
         plan = grading_plan(
             task,
             keep=steering_paths(task.files) | steering_paths(task.tests.files),
@@ -75,7 +76,9 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
             i for i, op in enumerate(plan.ops) if op["op"] == "run"
         )
         ops += plan.ops
-        budget = sum(float(op.get("timeout_s", 0)) for op in ops) + 5.0
+        # admission kept the sum within max_episode_s; a worker set lower holds its own
+        budget = min(sum(float(op.get("timeout_s", 0)) for op in ops),
+                     rt.settings.max_episode_s) + 5.0
         wall_started = time.time()
         run_started = time.monotonic()
         reply = sandbox.program(ops, timeout_s=budget)
@@ -93,10 +96,11 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
             return infra_failure(record, "the task's setup command failed: "
                                  + setup_failed["stderr"][-500:], sandbox=info)
         test = _at(results, grading_index)
-        if test is None:
-            if reply.error and "write failed" in reply.error:
-                raise RunnerBroken(reply.error)
-            return infra_failure(record, f"grading did not run: {reply.error}", sandbox=info)
+        if test is None and len(results) < first_action:  # nothing of the solution ran yet
+            return infra_failure(record, f"the task could not be prepared: {reply.error}",
+                                 sandbox=info)
+        if test is None:  # an operation of the grading phase raised: whose fault was it?
+            raise sandbox.failure_of(reply)
         oom = test["oom_killed"] or (test["exit_code"] in (-9, 137) and sandbox.oom_killed())
         outcome = score_test_run(test, task, oom_killed=oom)
         result = graded_result(record, outcome, test, steps, info,
@@ -108,7 +112,7 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
             record, steps, solution_text(solution.files))
         return apply_policy(record, result, evidence + judged, judge_status)
     except RunnerBroken as exc:
-        outcome = Score(Verdict.runtime_error, 0.0, False, reason=str(exc))
+        outcome = Score(exc.failure.verdict, 0.0, False, reason=exc.failure.reason)
         return graded_result(record, outcome, None, [], info,
                        Timings(queued_s=queued_s, sandbox_start_s=sandbox_start_s,
                                total_s=time.time() - record.created))

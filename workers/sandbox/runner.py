@@ -8,7 +8,14 @@ reply, so a whole episode phase costs one `docker exec`. Standard library only.
 It runs as the sandbox user, like the code under test, so it guards itself the ways that
 uid allows: it makes itself non-dumpable (no other process may read its memory or write to
 its stdout through /proc), it never lets a child hold its stdout, and it tags its reply
-with a nonce that only came through its own stdin.
+with a nonce that only came through its own stdin. It is a child subreaper, so whatever a
+command starts (`setsid` and double forks included) stays its descendant and dies with a
+command that times out; background jobs of a command that ended in time live on.
+
+After the first `killall` the program is in its grading phase: every process of the code
+under test should be gone, so a fork that fails for lack of pids kills them again and
+retries, and full scratch mounts (/tmp, /dev/shm, which count against the memory limit)
+are emptied of the sandbox user's files.
 
 Request: {"nonce": str, "ops": [op, ...]}; each op is a dict with "op":
     write     {"files": {path: text}, "binary": {path: b64}, "root": dir}
@@ -17,16 +24,21 @@ Request: {"nonce": str, "ops": [op, ...]}; each op is a dict with "op":
     untar     {"data": base64 tar(.gz), "root": dir}         unpack an archive
     run       {"command": str, "cwd", "env", "timeout_s", "output_bytes",
                "report": path | null, "check": bool}          run `bash -c command`
-    killall   {}                                              SIGKILL every process of our uid
+    killall   {"empty_scratch": bool}                         SIGKILL every process of our uid
+                                                              (and empty full /tmp, /dev/shm)
     read      {"paths": [path], "root": dir, "max_bytes"}     read files back
     find      {"names": [basename], "root": dir}              list files with these names
     mkdir     {"path": dir}                                   a fresh private directory
     scrub     {"names": [basename], "keep": [path], "root"}   delete planted config files
     snapshot  {"paths": [path or dir], "root"}               read files to restore later
     listing   {"root": dir}                                   the directory and its entries
-Reply: {"nonce": str, "results": [result per op run], "error": str | null}
+Any op may carry "keep_going": true: if it raises, its result is {"error", "errno"} and
+the program goes on (a solution's action that fails must not skip the grading).
+Reply: {"nonce": str, "results": [result per op run], "error": str | null,
+        "errno": int | null, "exception": str | null, "failed_op": str | null}
 """
 
+import errno
 import json
 import os
 import selectors
@@ -39,15 +51,24 @@ import time
 # per episode, and most episodes need none of them
 
 PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
 READ_CHUNK = 65536
 DRAIN_GRACE_S = 0.2
+REAP_EVERY_S = 0.5
+KILL_ROUNDS = 200
+FORK_TRIES = 6
+SCRATCH_MOUNTS = ("/tmp", "/dev/shm")
+FULL_FRACTION = 0.9  # a scratch mount or the memory cgroup this full is emptied at killall
+STATE = {"sealed": False}
 
 
 def harden():
     try:
         import ctypes
 
-        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        libc = ctypes.CDLL(None)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
@@ -138,12 +159,75 @@ def oom_kills():
     return None
 
 
-def killall():
-    # kill(-1) reaches every process this uid may signal, except ourselves
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def processes():
+    """pid -> (parent pid, state) of every process we can see, from /proc."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        table[int(name)] = (int(fields[1]), fields[0])
+    return table
+
+
+def reap(keep=()):
+    """Collect our exited children (orphans come to us as a subreaper), except `keep`:
+    a zombie still holds a pid of the sandbox's limit."""
+    me = os.getpid()
+    for pid, (parent, state) in processes().items():
+        if parent == me and state == b"Z" and pid not in keep:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def kill_descendants(keep=()):
+    """SIGKILL every descendant, whatever session or group it moved to, until none is
+    left (a forking one may add children between two rounds)."""
+    me = os.getpid()
+    for _ in range(KILL_ROUNDS):
+        table = processes()
+        children = {}
+        for pid, (parent, _) in table.items():
+            children.setdefault(parent, []).append(pid)
+        found, todo = [], list(children.get(me, ()))
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo.extend(children.get(pid, ()))
+        alive = [p for p in found if table[p][1] != b"Z"]
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        reap(keep)
+        if not alive:
+            return
+        time.sleep(0.005)
+
+
+def killall(empty_scratch=False):
+    """SIGKILL every other process of our uid, until none is left to signal."""
+    STATE["sealed"] = True
+    for _ in range(KILL_ROUNDS):
+        # kill(-1) reaches every process this uid may signal, except ourselves, and needs
+        # no new process (the pids limit may be exhausted)
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            break  # nothing left to signal
+        reap()
+        others = [p for p, (_, state) in processes().items()
+                  if state != b"Z" and p != os.getpid() and owned(p)]
+        if not others:
+            break
+        time.sleep(0.005)
     # reap what we can, so pids are free for the next op
     while True:
         try:
@@ -152,6 +236,118 @@ def killall():
             break
         if pid == 0:
             break
+    return {"freed": free_scratch(force=empty_scratch)}
+
+
+def owned(pid):
+    """Whether a process runs as our uid (its status says so even when it made itself
+    non-dumpable, which hands its /proc entries to root)."""
+    try:
+        with open("/proc/%d/status" % pid) as handle:
+            for line in handle:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1]) == os.getuid()
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def memory_pressure():
+    """Whether the sandbox's memory cgroup is nearly full (tmpfs pages and inodes count;
+    the page cache the kernel can drop does not)."""
+    v1 = "/sys/fs/cgroup/memory/memory."
+    for usage, limit, stat in (
+        (v1 + "usage_in_bytes", v1 + "limit_in_bytes", v1 + "stat"),
+        ("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.max",
+         "/sys/fs/cgroup/memory.stat"),
+    ):
+        try:
+            with open(usage) as handle:
+                used = int(handle.read())
+            with open(limit) as handle:
+                text = handle.read().strip()
+            with open(stat) as handle:
+                for line in handle:
+                    name, _, value = line.partition(" ")
+                    if name in ("total_inactive_file", "inactive_file"):
+                        used -= int(value)
+                        break
+        except (OSError, ValueError):
+            continue
+        return text.isdigit() and used > FULL_FRACTION * int(text)
+    return False
+
+
+def scratch_full(mount):
+    try:
+        stat = os.statvfs(mount)
+    except OSError:
+        return False
+    blocks = stat.f_blocks and stat.f_bavail < (1 - FULL_FRACTION) * stat.f_blocks
+    inodes = stat.f_files and stat.f_favail < (1 - FULL_FRACTION) * stat.f_files
+    return bool(blocks or inodes)
+
+
+def free_scratch(force=False):
+    """Empty the scratch mounts of our uid's files when they (or memory) are full: the
+    graded workspace is /workspace, and a full /tmp would fail the grading phase."""
+    pressure = force or memory_pressure()
+    freed = []
+    for mount in SCRATCH_MOUNTS:
+        if not (pressure or scratch_full(mount)):
+            continue
+        try:
+            names = os.listdir(mount)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(mount, name)
+            try:
+                if os.lstat(path).st_uid != os.getuid():
+                    continue
+            except OSError:
+                continue
+            remove_tree(path)
+        freed.append(mount)
+    return freed
+
+
+def remove_tree(path):
+    """Delete a tree of ours, also where the code under test took its own permissions away."""
+    import shutil
+
+    if os.path.isdir(path) and not os.path.islink(path):
+        for directory, dirs, _ in os.walk(path):
+            for name in dirs:
+                try:
+                    os.chmod(os.path.join(directory, name), 0o700)
+                except OSError:
+                    pass
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def start(argv, **kwargs):
+    """Popen, riding out a moment of pids exhaustion (and in the grading phase, ending it:
+    a fork that fails there means a process of the code under test survived)."""
+    for attempt in range(FORK_TRIES):
+        try:
+            return subprocess.Popen(argv, **kwargs)
+        except BlockingIOError:
+            if attempt == FORK_TRIES - 1:
+                raise
+            if STATE["sealed"]:
+                killall()
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def op_run(op):
@@ -165,7 +361,7 @@ def op_run(op):
     before = oom_kills()
     started = time.monotonic()
     deadline = started + float(op.get("timeout_s", 10))
-    proc = subprocess.Popen(
+    proc = start(
         ["bash", "-c", op["command"]],
         cwd=op.get("cwd", "/workspace"),
         env=env,
@@ -182,8 +378,12 @@ def op_run(op):
     selector.register(proc.stderr, selectors.EVENT_READ, "stderr")
     timed_out = False
     exited_at = None
+    reaped_at = started
     while selector.get_map():
         now = time.monotonic()
+        if now - reaped_at > REAP_EVERY_S:
+            reap(keep=(proc.pid,))
+            reaped_at = now
         if proc.poll() is not None and exited_at is None:
             exited_at = now
         if exited_at is not None and now - exited_at > DRAIN_GRACE_S:
@@ -211,7 +411,10 @@ def op_run(op):
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        # what escaped the group (setsid, double forks) is still our descendant
+        kill_descendants(keep=(proc.pid,))
     code = proc.wait()
+    reap()
     selector.close()
     proc.stdout.close()
     proc.stderr.close()
@@ -309,7 +512,7 @@ OPS = {
     "remove": op_remove,
     "untar": op_untar,
     "run": op_run,
-    "killall": lambda op: killall() or {},
+    "killall": lambda op: killall(empty_scratch=bool(op.get("empty_scratch"))),
     "read": op_read,
     "find": op_find,
     "mkdir": op_mkdir,
@@ -323,17 +526,25 @@ def main():
     harden()
     request = json.loads(sys.stdin.buffer.read())
     results = []
-    error = None
+    failure = {"error": None, "errno": None, "exception": None, "failed_op": None}
     for op in request["ops"]:
         try:
             result = OPS[op["op"]](op)
         except Exception as exc:  # reported to the worker, which decides what it means
-            error = "%s failed: %s: %s" % (op["op"], type(exc).__name__, exc)
+            message = "%s failed: %s: %s" % (op["op"], type(exc).__name__, exc)
+            code = exc.errno if isinstance(exc, OSError) else None
+            if isinstance(exc, MemoryError):
+                code = errno.ENOMEM
+            if op.get("keep_going"):
+                results.append({"error": message, "errno": code})
+                continue
+            failure = {"error": message, "errno": code, "exception": type(exc).__name__,
+                       "failed_op": op["op"]}
             break
         results.append(result)
         if op.get("check") and result.get("exit_code") != 0:
             break
-    reply = json.dumps({"nonce": request["nonce"], "results": results, "error": error})
+    reply = json.dumps({"nonce": request["nonce"], "results": results, **failure})
     sys.stdout.write(reply)
     sys.stdout.flush()
 

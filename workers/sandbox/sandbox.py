@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from workers.sandbox.docker import Container, Engine, SandboxError
+from proctor.models import Verdict
+from workers.sandbox.docker import Container, Engine, ExecStreamBroken, SandboxError, Usage
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,9 @@ BOOT = (
 # Beyond the run timeouts inside a program, how long the runner may take to answer.
 RUNNER_GRACE_S = 15.0
 RUNNER_MAX_REPLY = 64 << 20
+# Memory lent for a moment to a sandbox the code under test filled, so the runner can start
+# and empty the scratch mounts; taken back before anything is graded.
+RECLAIM_HEADROOM_MB = 64
 
 
 @cache
@@ -31,18 +36,122 @@ def runner_source() -> bytes:
     return (Path(__file__).with_name("runner.py")).read_bytes()
 
 
-class RunnerBroken(Exception):
-    """The runner gave no valid reply while the sandbox itself was fine.
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What is known about a runner that failed, from the reply and from the engine."""
 
-    The runner shares its uid with the code under test, which can kill it; that is the
-    code under test failing, not our infrastructure.
+    usage: Usage | None = None  # asked of the engine when the runner gave no reply
+    errno: int | None = None  # of the operation that raised, in the runner's reply
+    exception: str | None = None  # its type name
+    exit_code: int | None = None  # of the runner's exec
+    timed_out: bool = False  # the runner did not answer within its program's time
+    forged: bool = False  # a reply that did not carry our nonce
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    verdict: Verdict
+    reason: str
+
+    @property
+    def ours(self) -> bool:
+        return self.verdict is Verdict.infra_error
+
+
+PIDS_EXHAUSTED = "the sandbox's process limit was exhausted"
+MEMORY_EXHAUSTED = ("the sandbox's memory was exhausted (files in /tmp, /dev/shm and the "
+                    "workspace count against it)")
+MEMORY_SLACK = 8 << 20  # a working set this close to the limit leaves no room for the runner
+ERRNO_REASONS = {
+    errno.EAGAIN: PIDS_EXHAUSTED,
+    errno.ENOMEM: MEMORY_EXHAUSTED,
+    errno.ENOSPC: "the workspace/tmp ran out of space",
+    errno.EDQUOT: "the workspace/tmp ran out of space",
+    errno.EMFILE: "the sandbox ran out of open files",
+    errno.ENFILE: "the sandbox ran out of open files",
+}
+
+
+def classify(evidence: Evidence) -> Failure:
+    """The one place that decides whose fault a runner failure was.
+
+    The runner runs as the code under test's uid in a sandbox the code under test has
+    shaped, so what it can do to the runner is a typed verdict with reward 0; only the
+    engine failing, a container stopped without the code under test being able to, an
+    image without python3 or our own bug is `infra_error`. The first rule that applies:
+
+    | evidence                                         | verdict       |
+    |--------------------------------------------------|---------------|
+    | container stopped, OOM-killed                    | oom           |
+    | container stopped otherwise                      | infra_error   |
+    | OOMKilled, ENOMEM/MemoryError, memory at limit   | oom           |
+    | EAGAIN, pids.current at the pids limit           | runtime_error |
+    | ENOSPC, EDQUOT, EMFILE, ENFILE, any other errno  | runtime_error |
+    | the runner did not answer in time                | timeout       |
+    | the runner killed by a signal, memory limit hit  | oom           |
+    | a forged reply; the runner killed by a signal    | runtime_error |
+    | the image cannot run python3                     | infra_error   |
+    | otherwise (the runner itself failed)             | infra_error   |
     """
+    usage, detail = evidence.usage, evidence.detail
+    if usage is not None and not usage.running:
+        if usage.oom_killed:
+            return Failure(Verdict.oom, "the sandbox was killed for lack of memory")
+        return Failure(Verdict.infra_error, f"the sandbox container stopped: {detail}")
+    near_limit = (usage is not None and usage.memory is not None and bool(usage.memory_limit)
+                  and usage.memory >= (usage.memory_limit or 0) - MEMORY_SLACK)
+    if (evidence.errno == errno.ENOMEM or evidence.exception == "MemoryError" or near_limit
+            or (usage is not None and usage.oom_killed)):
+        return Failure(Verdict.oom, MEMORY_EXHAUSTED)
+    if evidence.errno == errno.EAGAIN or (
+        usage is not None and usage.pids is not None and bool(usage.pids_limit)
+        and usage.pids >= (usage.pids_limit or 0)
+    ):
+        return Failure(Verdict.runtime_error, PIDS_EXHAUSTED)
+    if evidence.errno is not None:
+        # an operation on files and processes the code under test has shaped
+        reason = ERRNO_REASONS.get(evidence.errno, "an operation in the sandbox failed")
+        return Failure(Verdict.runtime_error, f"{reason} ({detail})" if detail else reason)
+    if evidence.timed_out:
+        return Failure(Verdict.timeout, "the sandbox did not answer within its time limit")
+    if evidence.forged:
+        return Failure(Verdict.runtime_error, "the sandbox runner's reply was forged")
+    code = evidence.exit_code
+    killed = code is not None and (code < 0 or code > 128)
+    if killed and usage is not None and usage.memory_hits:
+        return Failure(Verdict.oom, MEMORY_EXHAUSTED)
+    if killed:
+        return Failure(Verdict.runtime_error,
+                       "the sandbox runner was killed (every process of the sandbox user "
+                       "may be signalled by the code under test)")
+    if code in (126, 127):
+        return Failure(Verdict.infra_error, f"the image cannot run python3: {detail}")
+    return Failure(Verdict.infra_error, f"the sandbox runner failed: {detail}")
+
+
+class RunnerBroken(Exception):
+    """The runner gave no usable reply, and the evidence says the code under test caused it
+    (it shares the runner's uid and sandbox); `failure` holds the verdict and reason.
+
+    When the evidence says our infrastructure failed, `SandboxError` is raised instead.
+    """
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.reason)
+        self.failure = failure
 
 
 @dataclass(slots=True)
 class Reply:
     results: list[dict[str, Any]]
     error: str | None
+    errno: int | None = None
+    exception: str | None = None
+    failed_op: str | None = None
+
+    def evidence(self) -> Evidence:
+        return Evidence(errno=self.errno, exception=self.exception, detail=self.error or "")
 
 
 class Sandbox:
@@ -55,38 +164,104 @@ class Sandbox:
     def user(self) -> str:
         return self.container.spec.user
 
-    def program(self, ops: list[dict[str, Any]], *, timeout_s: float) -> Reply:
-        """Run a list of runner operations in one exec."""
+    def program(self, ops: list[dict[str, Any]], *, timeout_s: float,
+                reclaim: bool = False) -> Reply:
+        """Run a list of runner operations in one exec.
+
+        Raises RunnerBroken (the code under test broke the runner, with its verdict) or
+        SandboxError (our infrastructure failed), decided by `classify`. With `reclaim`, a
+        runner that could not start for lack of memory gets one more try after `reclaim`.
+        """
+        try:
+            return self._program(ops, timeout_s=timeout_s)
+        except RunnerBroken as exc:
+            if not (reclaim and exc.failure.reason == MEMORY_EXHAUSTED and self.reclaim()):
+                raise
+        return self._program(ops, timeout_s=timeout_s)
+
+    def reclaim(self) -> bool:
+        """Free the memory the code under test's files in /tmp and /dev/shm hold (tmpfs
+        pages cannot be swapped out, so no process can start): lend the sandbox headroom,
+        kill every process of its user and empty the scratch mounts, then take the
+        headroom back. False when the memory stays taken (by the workspace, say)."""
+        limit = self.container.spec.memory_mb
+        self.engine.set_memory(self.container.id, limit + RECLAIM_HEADROOM_MB)
+        try:
+            reply = self._program([{"op": "killall", "empty_scratch": True}], timeout_s=10)
+        except RunnerBroken:
+            reply = None
+        finally:
+            try:
+                self.engine.set_memory(self.container.id, limit)
+                restored = True
+            except SandboxError as exc:  # the kernel cannot fit the sandbox in its limit
+                log.info("episode %s container %s: memory stays exhausted: %s",
+                         self.episode_id, self.container.name, exc)
+                restored = False
+        return restored and reply is not None
+
+    def _program(self, ops: list[dict[str, Any]], *, timeout_s: float) -> Reply:
         nonce = secrets.token_hex(16)
         source = runner_source()
         payload = b"%d\n" % len(source) + source + json.dumps({"nonce": nonce, "ops": ops}).encode()
-        result = self.engine.exec(
-            self.container.id,
-            ["python3", "-I", "-S", "-c", BOOT],
-            stdin=payload,
-            user=self.user,
-            timeout_s=timeout_s + RUNNER_GRACE_S,
-            max_output=RUNNER_MAX_REPLY,
-        )
-        if result.timed_out:
-            self.kill_all()
-            raise RunnerBroken("the sandbox runner did not answer in time")
-        if result.exit_code in (126, 127) and not result.stdout:
-            raise SandboxError(
-                f"the image {self.container.spec.image} cannot run python3: "
-                + result.stderr.decode(errors="replace")[-500:]
+        try:
+            result = self.engine.exec(
+                self.container.id,
+                ["python3", "-I", "-S", "-c", BOOT],
+                stdin=payload,
+                user=self.user,
+                timeout_s=timeout_s + RUNNER_GRACE_S,
+                max_output=RUNNER_MAX_REPLY,
             )
+        except ExecStreamBroken as exc:  # the runner may have died before reading its stdin
+            raise self.broken(Evidence(exit_code=-9, detail=str(exc))) from exc
+        if result.timed_out:
+            raise self.broken(Evidence(timed_out=True, detail="no reply in time"), kill=True)
+        stderr = result.stderr.decode(errors="replace")[-500:]
         try:
             reply = json.loads(result.stdout)
-            if reply.get("nonce") != nonce:
-                raise ValueError("nonce mismatch")
+            if not isinstance(reply, dict) or reply.get("nonce") != nonce:
+                raise self.broken(Evidence(forged=True, exit_code=result.exit_code))
         except ValueError as exc:
             log.warning(
-                "episode %s container %s: runner reply unusable (%s); stderr=%r",
-                self.episode_id, self.container.name, exc, result.stderr[-300:],
+                "episode %s container %s: runner reply unusable (%s, exit %s); stderr=%r",
+                self.episode_id, self.container.name, exc, result.exit_code, stderr[-300:],
             )
-            raise RunnerBroken(f"the sandbox runner's reply was unusable ({exc})") from exc
-        return Reply(results=list(reply["results"]), error=reply.get("error"))
+            raise self.broken(Evidence(
+                exit_code=result.exit_code,
+                exception="MemoryError" if "MemoryError" in stderr else None,
+                detail=stderr or f"no reply (exit {result.exit_code})")) from exc
+        return Reply(results=list(reply["results"]), error=reply.get("error"),
+                     errno=reply.get("errno"), exception=reply.get("exception"),
+                     failed_op=reply.get("failed_op"))
+
+    def broken(self, evidence: Evidence, *, kill: bool = False) -> RunnerBroken | SandboxError:
+        """The exception for a runner that failed: the engine's view of the sandbox is the
+        evidence of who made it fail."""
+        if evidence.usage is None and evidence.errno is None:
+            evidence = replace(evidence, usage=self.engine.usage(self.container.id))
+        if kill:
+            try:
+                self.kill_all()
+            except SandboxError as exc:
+                log.warning("episode %s container %s: could not kill its processes: %s",
+                            self.episode_id, self.container.name, exc)
+        failure = classify(evidence)
+        log.info("episode %s container %s: runner failed: %s (%s)", self.episode_id,
+                 self.container.name, failure.reason, failure.verdict.value)
+        if failure.ours:
+            return SandboxError(failure.reason)
+        return RunnerBroken(failure)
+
+    def failure_of(self, reply: Reply) -> RunnerBroken | SandboxError:
+        """The exception for a program whose operation raised (see `broken`)."""
+        evidence = reply.evidence()
+        if evidence.errno is None and evidence.exception is None:
+            evidence = replace(evidence, usage=self.engine.usage(self.container.id))
+        failure = classify(evidence)
+        if failure.ours:
+            return SandboxError(failure.reason)
+        return RunnerBroken(failure)
 
     def kill_all(self) -> None:
         """SIGKILL every process of the sandbox user, whatever session it escaped to."""
