@@ -40,6 +40,7 @@ def service(**settings: str) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "PROCTOR_REDIS_URL": BENCH_REDIS, "PROCTOR_PORT": str(port),
            **{f"PROCTOR_{k.upper()}": v for k, v in settings.items()}}
+    RESULTS.mkdir(parents=True, exist_ok=True)  # a fresh clone has no bench/results/
     log = open(RESULTS / f"service-{port}.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen([sys.executable, "-m", "proctor.cli", "run"], env=env,
                                cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,

@@ -10,6 +10,7 @@ import re
 
 from workers.anticheat.commands import Command
 from workers.anticheat.context import Ctx
+from workers.anticheat.limits import MAX_FOREIGN_SCAN
 
 __all__ = [
     "busy_loop",
@@ -21,11 +22,17 @@ __all__ = [
     "fork_bomb",
     "long_sleep",
     "memory_bomb",
+    "screening_limit",
     "spawn_loop",
     "unparseable",
 ]
 
 _GIB = 1 << 30
+# `fork` and a loop keyword in one statement; the gap is bounded (an unbounded `[^;]*` is
+# rescanned from every `fork`: 20,000 of them on one line took 12 s)
+_FORK_LOOP = re.compile(
+    r"\bfork\b[^;]{0,400}?\b(while|until|for)\b|\b(while|until|for)\b[^;]{0,400}?\bfork\b"
+)
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtTpP]?)(i?[bB])?$")
 _MINERS = frozenset(
     (
@@ -56,9 +63,7 @@ def fork_bomb(ctx: Ctx) -> str | None:
             return f"{src.origin}: {src.facts.fork_loops[0]}"
     if script is not None:
         for lang, code in script.foreign:
-            if re.search(
-                r"\bfork\b[^;]*\b(while|until|for)\b|\b(while|until|for)\b[^;]*\bfork\b", code
-            ):
+            if _FORK_LOOP.search(code[:MAX_FOREIGN_SCAN]):
                 return f"`{lang}` forks in a loop"
     return None
 
@@ -220,6 +225,15 @@ def destructive(ctx: Ctx) -> str | None:
 
 
 # ------------------------------------------------------------------ evasion
+
+
+def screening_limit(ctx: Ctx) -> str | None:
+    """A cap of `limits` was reached: part of the action was never screened."""
+    notes = ctx.facts.limits
+    if not notes:
+        return None
+    more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
+    return f"screening gave up: {notes[0]}{more}"
 
 
 def unparseable(ctx: Ctx) -> str | None:

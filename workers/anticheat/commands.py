@@ -16,7 +16,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from workers.anticheat import decode
+from workers.anticheat import decode, limits
+from workers.anticheat.limits import MAX_FOREIGN_SCAN, MAX_WORD_SPLIT
 
 __all__ = [
     "FOREIGN",
@@ -376,7 +377,7 @@ _FOREIGN_SHELL = re.compile(
 def foreign_shell(code: str) -> list[str]:
     """Shell strings handed to system()/exec()/backticks by perl, ruby, node, php."""
     out = []
-    for m in _FOREIGN_SHELL.finditer(code[:65536]):
+    for m in _FOREIGN_SHELL.finditer(code[:MAX_FOREIGN_SCAN]):
         out.append(m.group(2) if m.group(2) is not None else m.group(3))
         if len(out) >= 16:
             break
@@ -418,6 +419,13 @@ def unescape_dquoted(s: str) -> str:
 
 
 def split_words(text: str) -> list[str]:
+    """Shell words of a static text; of its first MAX_WORD_SPLIT characters (shlex is slow)."""
+    if len(text) > MAX_WORD_SPLIT:
+        limits.current().give_up(
+            f"{len(text):,} characters to split into words: only the first "
+            f"{MAX_WORD_SPLIT:,} were screened"
+        )
+        text = text[:MAX_WORD_SPLIT]
     try:
         return shlex.split(text)
     except ValueError:

@@ -12,13 +12,15 @@ import binascii
 import re
 from typing import TYPE_CHECKING
 
+from workers.anticheat import limits
+from workers.anticheat.limits import MAX_OUTPUT, MAX_OUTPUT_TOTAL, MAX_TR_SET
+
 if TYPE_CHECKING:
     from workers.anticheat.commands import Command
 
 __all__ = ["DECODERS", "ansi_c", "range_size", "static_output"]
 
 DECODERS = frozenset({"base64", "base32", "basenc", "xxd", "rev", "tr", "openssl"})
-MAX_OUTPUT = 1 << 20
 
 _ESCAPES = {
     "n": "\n",
@@ -54,8 +56,44 @@ def ansi_c(body: str) -> str:
     return _ESC_RE.sub(sub, body) if "\\" in body else body
 
 
+class _TooBig(Exception):
+    """Raised while an output is built, as soon as it exceeds MAX_OUTPUT."""
+
+
 def static_output(cmd: Command) -> str | None:
-    """What `cmd` prints, when that follows from its words and stdin alone."""
+    """What `cmd` prints, when that follows from its words and stdin alone.
+
+    Bounded per command (MAX_OUTPUT) and per action (MAX_OUTPUT_TOTAL); computed once per
+    command, as pipes, redirects and substitutions all ask for it."""
+    b = limits.current()
+    key = ("static_output", id(cmd))
+    hit = b.memo.get(key)
+    if isinstance(hit, tuple) and hit[0] is cmd:
+        return hit[1]  # type: ignore[no-any-return]
+    try:
+        out = _static_output(cmd)
+        too_big = out is not None and len(out) > MAX_OUTPUT
+    except _TooBig:
+        out, too_big = None, True
+    if too_big:
+        b.give_up(
+            f"`{cmd.name}` would print more than {MAX_OUTPUT:,} characters: "
+            "its output was not decoded"
+        )
+        out = None
+    elif out is not None and b.output_bytes + len(out) > MAX_OUTPUT_TOTAL:
+        b.give_up(
+            f"more than {MAX_OUTPUT_TOTAL:,} characters of static output in one action: "
+            f"`{cmd.name}`'s was not decoded"
+        )
+        out = None
+    elif out is not None:
+        b.output_bytes += len(out)
+    b.memo[key] = (cmd, out)  # the command is kept alive with it, so its id stays its own
+    return out
+
+
+def _static_output(cmd: Command) -> str | None:
     name = cmd.name
     words = cmd.argv[1:]
     if not all(w.static for w in words):
@@ -125,16 +163,17 @@ def _printf(args: list[str]) -> str | None:
     fmt, rest = args[0], args[1:]
     if fmt == "--" and rest:
         fmt, rest = rest[0], rest[1:]
-    out, guard = [], 0
+    out, size = [], 0
     while True:  # printf reuses the format until its arguments run out
         piece, used = _printf_once(fmt, rest)
         out.append(piece)
+        size += len(piece)
+        if size > MAX_OUTPUT:  # stop building it: 100 KB of format, 10k arguments was 1 GB
+            raise _TooBig
         rest = rest[used:]
-        guard += 1
-        if not rest or used == 0 or guard > 10_000:
+        if not rest or used == 0:
             break
-    text = "".join(out)
-    return text if len(text) <= MAX_OUTPUT else None
+    return "".join(out)
 
 
 def _printf_once(fmt: str, args: list[str]) -> tuple[str, int]:
@@ -158,6 +197,9 @@ def _tr_set(spec: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(spec):
+        if len(out) > MAX_TR_SET:  # each range expands one character at a time
+            limits.current().give_up(f"a `tr` set of more than {MAX_TR_SET:,} characters")
+            return ""
         if i + 2 < len(spec) and spec[i + 1] == "-":
             a, b = ord(spec[i]), ord(spec[i + 2])
             if b - a > 4096:

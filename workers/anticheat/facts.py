@@ -12,6 +12,7 @@ import posixpath
 from dataclasses import dataclass, field
 
 from proctor.models import BashAction, ReadFileAction, WriteFileAction
+from workers.anticheat import limits
 from workers.anticheat.commands import PYTHONS, SHELLS, Command, Script
 from workers.anticheat.effects import command_effects
 from workers.anticheat.ops import Effects, FileOp, GitCall, NetOp, PkgOp, norm_path
@@ -40,9 +41,18 @@ class Facts(Effects):
     commands: list[Command] = field(default_factory=list)
     python: list[PySource] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    limits: list[str] = field(default_factory=list)  # where a cap of `limits` was reached
 
 
 def analyze(action: Action) -> Facts:
+    """The facts of one action, within one budget of host work (`limits`)."""
+    with limits.scope() as budget:
+        facts = _analyze(action)
+        facts.limits = list(budget.gave_up)
+    return facts
+
+
+def _analyze(action: Action) -> Facts:
     if isinstance(action, BashAction):
         facts = Facts(kind="bash")
         _bash(facts, action.command, depth=0)

@@ -12,9 +12,18 @@ Names are resolved through imports and simple assignments (`import os as o`,
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import re
 
+from workers.anticheat import limits
+from workers.anticheat.limits import (
+    MAX_PY_EXEC_SOURCE,
+    MAX_PY_NESTED,
+    MAX_PY_SOURCE,
+    MAX_PY_TOKENS,
+    MAX_PY_TOTAL,
+)
 from workers.anticheat.pyeffects import DECODERS, EXITS, HARNESS_MODULES, CallEffects, PyFacts
 from workers.anticheat.pyfold import (
     UNKNOWN,
@@ -36,25 +45,69 @@ __all__ = ["PyFacts", "analyze_python"]
 
 _IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 
-MAX_SOURCE = 512 * 1024  # bigger files are screened by their head only (and reviewed)
-MAX_NESTED = 3  # exec(…) of a folded string is analysed this many levels deep
-
 
 def analyze_python(source: str, _level: int = 0) -> PyFacts:
+    """What a snippet or file would do when run; never raises, bounded by `limits`."""
+    with limits.scope() as budget:
+        outer, budget.memo = budget.memo, {}  # this tree's folds, freed with the tree
+        try:
+            return _analyze(source, _level, budget)
+        finally:
+            budget.memo = outer
+
+
+def _analyze(source: str, level: int, budget: limits.Budget) -> PyFacts:
     facts = PyFacts()
-    if len(source) > MAX_SOURCE:
-        facts.error = f"{len(source)} characters of Python: only the first {MAX_SOURCE} screened"
-        source = source[:MAX_SOURCE].rsplit("\n", 1)[0]
+    room = MAX_PY_TOTAL - budget.py_source
+    if room <= 0:
+        facts.error = f"{len(source)} characters of Python: only the first 0 screened"
+        budget.give_up(f"more than {MAX_PY_TOTAL:,} characters of Python in one action")
+        return facts
+    most = MAX_PY_EXEC_SOURCE if level else MAX_PY_SOURCE
+    cap = min(most, room)
+    if len(source) > cap:
+        facts.error = f"{len(source)} characters of Python: only the first {cap} screened"
+        if cap < most:
+            budget.give_up(f"more than {MAX_PY_TOTAL:,} characters of Python in one action")
+        elif level:
+            budget.give_up(
+                f"exec() of {len(source):,} characters of Python: only the first {cap:,} screened"
+            )
+        source = source[:cap].rsplit("\n", 1)[0]
+    budget.py_source += len(source)
+    source = _within_tokens(source, facts, budget)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         facts.error = f"Python that does not parse ({type(exc).__name__}: {exc})"[:200]
         return facts
     try:
-        _Analyzer(facts, _level).run(tree)
+        _Analyzer(facts, level).run(tree)
     except RecursionError:
         facts.error = "Python nested too deeply to analyse"
+        budget.give_up("Python nested too deeply to analyse: the rest was not screened")
     return facts
+
+
+# what makes an AST node, roughly: names, numbers, one-line strings, operators and opening
+# brackets (a call, a list); closing brackets, commas and colons make none
+_TOKEN = re.compile(r"""\w+|'[^'\\\n]*'|"[^"\\\n]*"|[^\s\w)\]},:;'"]""")
+
+
+def _within_tokens(source: str, facts: PyFacts, budget: limits.Budget) -> str:
+    """The head of `source` that the token budget allows (the AST is ~0.8 KB a token)."""
+    room = MAX_PY_TOKENS - budget.py_tokens
+    tokens = _TOKEN.subn("", source)[1]
+    if tokens <= room:
+        budget.py_tokens += tokens
+        return source
+    budget.py_tokens = MAX_PY_TOKENS
+    budget.give_up(f"more than {MAX_PY_TOKENS:,} Python tokens in one action")
+    end = 0
+    if room > 0:
+        end = next(itertools.islice(_TOKEN.finditer(source), room - 1, None)).start()
+    facts.error = f"{len(source)} characters of Python: only the first {end} screened"
+    return source[:end].rsplit("\n", 1)[0]
 
 
 class _Analyzer(CallEffects):
@@ -326,7 +379,7 @@ class _Analyzer(CallEffects):
             text = text.decode("utf-8", "replace")
         if decoded:
             self.f.decoded_exec.append(f"executes decoded code: {how}")
-        if isinstance(text, str) and self.level < MAX_NESTED:
+        if isinstance(text, str) and self.level < MAX_PY_NESTED:
             inner = analyze_python(text, self.level + 1)
             _merge(self.f, inner)
 

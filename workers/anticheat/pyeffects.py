@@ -351,7 +351,7 @@ class CallEffects:
         ):
             size = fold(node.args[0])
             if isinstance(size, tuple):
-                size = math.prod(s for s in size if isinstance(s, (int, float)))
+                size = _shape_size(size)
             if (
                 name == "list"
                 and isinstance(node.args[0], ast.Call)
@@ -397,3 +397,14 @@ class CallEffects:
                 isinstance(node, ast.Raise) and node.exc is not None and "SkipTest" in src(node.exc)
             ):
                 self.f.skips.append("the module raises SkipTest at import")
+
+
+def _shape_size(shape: tuple[object, ...]) -> float:
+    """Elements of an array of this shape, stopping at HUGE (a product of big ints is slow)."""
+    total: float = 1
+    for s in shape:
+        if isinstance(s, (int, float)) and not isinstance(s, bool):
+            total *= s
+            if abs(total) >= HUGE:
+                return math.inf
+    return total

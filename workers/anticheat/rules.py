@@ -320,6 +320,14 @@ RULES: tuple[Rule, ...] = (
     ),
     # -- evasion: what the filter cannot see goes to the judge
     Rule(
+        "evasion.screening-limit",
+        C.evasion,
+        "input that would cost the screening more than its caps (folded sizes, nesting, "
+        "decoded output, parse and work budgets): the part past the cap was not screened",
+        _R,
+        abuse.screening_limit,
+    ),
+    Rule(
         "evasion.decoded-exec",
         C.evasion,
         "running a decoded (base64, hex, rot13) payload",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from workers.anticheat import decode
+from workers.anticheat import decode, limits
 from workers.anticheat.commands import (
     Command,
     Interpreters,
@@ -26,13 +26,21 @@ from workers.anticheat.commands import (
     unescape_dquoted,
     unwrap,
 )
+from workers.anticheat.limits import (
+    MAX_PARSE_TOTAL,
+    MAX_SH_DEPTH,
+    MAX_SH_NESTING,
+    MAX_SH_NODES,
+    MAX_SH_SOURCE,
+)
 
 __all__ = ["Command", "Loop", "Redirect", "Script", "Word", "parse_script"]  # re-exported
 
-MAX_SOURCE_BYTES = 128 * 1024  # parse at most this much; beyond, screen the head and say so
-MAX_NODES = 20_000  # syntax nodes visited per action, across every nesting level
-MAX_NESTING = 150  # syntactic nesting ($( $( … ))) walked before giving up on the rest
-MAX_DEPTH = 8  # nested `sh -c` / eval / decoded payload levels
+# the caps live in `limits`, with why; these names are what callers and tests know
+MAX_SOURCE_BYTES = MAX_SH_SOURCE
+MAX_NODES = MAX_SH_NODES
+MAX_NESTING = MAX_SH_NESTING
+MAX_DEPTH = MAX_SH_DEPTH
 
 _PARSER = Parser(Language(tree_sitter_bash.language()))
 
@@ -40,17 +48,19 @@ _PARSER = Parser(Language(tree_sitter_bash.language()))
 def parse_script(source: str) -> Script:
     """Flatten a bash command line into simple commands; never raises on bad input."""
     script = Script()
-    try:
-        _Walker(script).run(source, depth=0)
-    except RecursionError:  # a last resort: the nesting guards should stop well before
-        script.problems.append("too deeply nested to screen")
+    with limits.scope() as budget:
+        try:
+            _Walker(script, budget).run(source, depth=0)
+        except RecursionError:  # a last resort: the nesting guards should stop well before
+            script.problems.append("too deeply nested to screen")
+            budget.give_up("shell too deeply nested to screen")
     return script
 
 
 class _Walker(Interpreters):
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, budget: limits.Budget) -> None:
         self.s = script
-        self.nodes = 0
+        self.b = budget
         self.level = 0
         self.env: dict[str, str] = {}
         self.cwd: str | None = ""
@@ -60,25 +70,43 @@ class _Walker(Interpreters):
 
     def run(self, source: str, depth: int, decoded: bool = False, bg: bool = False) -> None:
         if depth > MAX_DEPTH:
-            self.s.problems.append(f"nesting deeper than {MAX_DEPTH} levels was not screened")
+            self._limit(f"nesting deeper than {MAX_DEPTH} levels was not screened")
+            return
+        if self.b.nodes >= MAX_NODES:  # nothing of it would be walked: do not parse it
+            self._budget()
             return
         data = source.encode("utf-8", "surrogateescape")
-        if len(data) > MAX_SOURCE_BYTES:
-            self.s.problems.append(
-                f"command of {len(data)} bytes: only the first {MAX_SOURCE_BYTES} were screened"
-            )
-            data = data[:MAX_SOURCE_BYTES]
+        room = min(MAX_SOURCE_BYTES, MAX_PARSE_TOTAL - self.b.parse_bytes)
+        if len(data) > room:
+            if room < MAX_SOURCE_BYTES:
+                self._limit(
+                    f"more than {MAX_PARSE_TOTAL:,} bytes of shell to parse in one action: "
+                    f"{len(data) - max(room, 0):,} were not screened"
+                )
+            else:
+                self._limit(
+                    f"command of {len(data)} bytes: only the first {MAX_SOURCE_BYTES} were screened"
+                )
+            if room <= 0:
+                return
+            data = data[:room]
+        self.b.parse_bytes += len(data)
         tree = _PARSER.parse(data)
         root = tree.root_node
         if root.has_error:
             self.s.problems.append("shell syntax error (tree-sitter-bash could not parse it all)")
         self.block(root, depth, decoded, background=bg)
 
+    def _limit(self, note: str) -> None:
+        """A cap was reached: the rest is unseen (a problem of the script, and a give-up)."""
+        if note not in self.s.problems:
+            self.s.problems.append(note)
+        self.b.give_up(note)
+
     def _budget(self) -> bool:
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            if not any("node budget" in p for p in self.s.problems):
-                self.s.problems.append(f"node budget of {MAX_NODES} exhausted: rest not screened")
+        self.b.nodes += 1
+        if self.b.nodes > MAX_NODES:
+            self._limit(f"node budget of {MAX_NODES} exhausted: rest not screened")
             return False
         return True
 
@@ -113,8 +141,7 @@ class _Walker(Interpreters):
     def _enter(self) -> bool:
         self.level += 1
         if self.level > MAX_NESTING:
-            if not any("nested" in p for p in self.s.problems):
-                self.s.problems.append(f"syntax nested deeper than {MAX_NESTING}: not screened")
+            self._limit(f"syntax nested deeper than {MAX_NESTING}: not screened")
             self.level -= 1
             return False
         return True
@@ -429,11 +456,7 @@ class _Walker(Interpreters):
         if t == "ansi_c_string":
             return Word(decode.ansi_c(raw[2:-1]))
         if t in ("string", "concatenation", "translated_string"):
-            parts = [
-                self.string_part(c, depth, decoded) for c in node.named_children if c.type != '"'
-            ]
-            if t == "string" and not node.named_children:
-                return Word("")
+            parts = self.string_parts(node, depth, decoded)
             return Word(
                 "".join(p.text for p in parts),
                 all(p.static for p in parts),
@@ -463,6 +486,22 @@ class _Walker(Interpreters):
             return Word(" ".join(self.word(c, depth, decoded).text for c in node.named_children))
         self.words_of(node, depth, decoded)
         return Word(raw, static=not any(ch in raw for ch in "$`"))
+
+    def string_parts(self, node: Node, depth: int, decoded: bool) -> list[Word]:
+        """The pieces of a word; in "…", the newlines tree-sitter leaves between pieces too."""
+        parts: list[Word] = []
+        quoted = node.type == "string"
+        pos, data = node.start_byte + quoted, node.text or b""
+        for c in node.named_children:
+            if quoted and c.start_byte > pos:
+                gap = data[pos - node.start_byte : c.start_byte - node.start_byte]
+                parts.append(Word(unescape_dquoted(gap.decode("utf-8", "surrogateescape"))))
+            parts.append(self.string_part(c, depth, decoded))
+            pos = c.end_byte
+        if quoted and len(data) > pos - node.start_byte + 1:
+            gap = data[pos - node.start_byte : -1]  # up to the closing quote
+            parts.append(Word(unescape_dquoted(gap.decode("utf-8", "surrogateescape"))))
+        return parts
 
     def string_part(self, node: Node, depth: int, decoded: bool) -> Word:
         if node.type == "string_content":
