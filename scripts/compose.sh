@@ -191,6 +191,8 @@ ensure_sandbox_network() {
     network="$(sandbox_network)"
     [[ -n "$(networks_named "${network}")" ]] && return 0
     docker network create --driver bridge --internal \
+        --opt com.docker.network.bridge.enable_icc=false \
+        --label "org.proctor.managed=1" \
         --label "org.proctor.deployment=$(deployment_id)" "${network}" >/dev/null
 }
 
@@ -213,6 +215,13 @@ remove_engine_leftovers() {
     for id in $(networks_named "${network}"); do
         docker network rm "${id}" >/dev/null && say "removed network ${network} (${id:0:12})"
     done
+    # each sandbox's own network (normally removed with its sandbox; a killed worker's stay)
+    ids="$(docker network ls -q --filter "label=org.proctor.sandbox-network" \
+        --filter "label=org.proctor.deployment=${deployment}")"
+    if [[ -n "${ids}" ]]; then
+        # shellcheck disable=SC2086 # one id a word
+        docker network rm ${ids} >/dev/null && say "removed $(wc -w <<<"${ids}") sandbox network(s)"
+    fi
 }
 
 down() {

@@ -54,6 +54,11 @@ def remove_deployment_containers(redis_url: str) -> None:
         for name in names:
             with suppress(DockerException):  # already gone
                 client.api.remove_container(name, force=True)
+        # each sandbox's own network; with its sandbox and the honeypot gone it is empty
+        for network in client.api.networks(filters={"label": [
+                "org.proctor.sandbox-network", f"org.proctor.deployment={deployment}"]}):
+            with suppress(DockerException):
+                client.api.remove_network(network["Id"])
     finally:
         client.close()
 

@@ -5,7 +5,9 @@ Errors (all infrastructure — never the code under test's fault):
     SandboxError
     ├── DockerUnavailable   the engine does not answer
     ├── ImageMissing        the image is not on this host (we never pull at run time)
-    └── ProtectionMissing   the engine would run a sandbox without a required protection
+    ├── ProtectionMissing   the engine would run a sandbox without a required protection
+    └── ExecStreamBroken    an exec's stream broke: the engine's fault, unless the process
+                            in the sandbox died early (`Sandbox` asks the engine which)
 
 Containers are made with `create` + `start` (never `run`, which silently pulls), exec'd into
 over a raw socket so stdin can be streamed in and a deadline enforced while reading
@@ -14,13 +16,17 @@ over a raw socket so stdin can be streamed in and a deadline enforced while read
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import random
 import select
 import socket
 import struct
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import docker
@@ -38,6 +44,15 @@ FRAME_HEADER = struct.Struct(">BxxxL")
 SANDBOX_HOME = "/home/sandbox"
 WORKSPACE = "/workspace"
 API_TIMEOUT_S = 60
+# a sandbox's own network is labelled with the sandbox container's name
+SANDBOX_NETWORK_LABEL = "org.proctor.sandbox-network"
+ICC_OPTION = "com.docker.network.bridge.enable_icc"
+# a bridge with no address of the host's on it: nothing on the host is one hop away
+NO_HOST_ADDRESS_OPTION = "com.docker.network.bridge.inhibit_ipv4"
+SANDBOX_PREFIX = 29  # gateway, the peer, the sandbox: 8192 networks in a /16
+SUBNET_TRIES = 16
+NETWORK_PRUNE_AGE_S = 120.0  # younger networks may still be waiting for their sandbox
+SERVICE_START_S = 10.0
 
 
 class SandboxError(Exception):
@@ -53,6 +68,10 @@ class ImageMissing(SandboxError):
 
 
 class ProtectionMissing(SandboxError):
+    pass
+
+
+class ExecStreamBroken(SandboxError):
     pass
 
 
@@ -82,6 +101,21 @@ class ExecResult:
     stderr_truncated: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What the engine says a running sandbox uses, next to its limits (None: not known)."""
+
+    running: bool
+    oom_killed: bool
+    pids: int | None = None
+    pids_limit: int | None = None
+    memory: int | None = None  # working set: usage less inactive page cache
+    memory_limit: int | None = None
+    # times the memory use hit the limit in the sandbox's life (cgroup v1's failcnt): a
+    # runner killed by a signal after that was most likely the OOM killer's doing
+    memory_hits: int | None = None
+
+
 @dataclass(slots=True)
 class Container:
     id: str
@@ -90,6 +124,15 @@ class Container:
     started_at: float = field(default_factory=time.monotonic)
     start_s: float = 0.0
     ip: str | None = None  # on the honeypot network; None with no network
+
+
+@dataclass(frozen=True, slots=True)
+class Isolation:
+    """Sandboxes asking for a shared network get one of their own, `peer` their only other
+    member: no path from one sandbox to another, whatever the bridge's firewall does."""
+
+    peer: str  # the container name of the one peer (the honeypot)
+    subnets: ipaddress.IPv4Network  # where each sandbox's /29 is carved from
 
 
 def _wrap(exc: Exception, what: str) -> SandboxError:
@@ -119,6 +162,8 @@ class Engine:
         self.deployment = deployment
         self._digests: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._isolation: dict[str, Isolation] = {}  # see `isolate`
+        self._own_networks: dict[str, str] = {}  # sandbox container id → its own network
 
     # ------------------------------------------------------------------ engine
 
@@ -127,6 +172,18 @@ class Engine:
             self.api.ping()
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise DockerUnavailable(f"the Docker engine does not answer: {exc}") from exc
+
+    def image_problem(self, image: str) -> str | None:
+        """Why this engine cannot run `image` now (None when it can); never cached."""
+        try:
+            self.api.inspect_image(image)
+        except ImageNotFound:
+            with self._lock:
+                self._digests.pop(image, None)
+            return f"the image {image} is not on this Docker engine"
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            return str(_wrap(exc, f"inspect image {image}"))
+        return None
 
     def image_digest(self, image: str) -> str:
         """The content digest of a local image (the repo digest when it has one)."""
@@ -154,9 +211,10 @@ class Engine:
         uid, _, gid = spec.user.partition(":")
         # exec: agents run scripts and compiled programs from their workspace
         tmpfs_opts = f"rw,exec,nosuid,nodev,size={spec.disk_mb}m"
+        network, dns, own_network = self._sandbox_network(spec, name)
         host_config = self.api.create_host_config(
-            network_mode=spec.network,
-            dns=list(spec.dns) or None,
+            network_mode=network,
+            dns=dns,
             read_only=True,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
@@ -204,8 +262,13 @@ class Engine:
                 network_disabled=spec.network == "none",
             )
         except (DockerException, requests.exceptions.RequestException) as exc:
+            if own_network:
+                self._remove_sandbox_network(own_network)
             raise _wrap(exc, f"create sandbox from {spec.image}") from exc
         container_id = str(created["Id"])
+        if own_network:
+            with self._lock:
+                self._own_networks[container_id] = own_network
         try:
             self.api.start(container_id)
         except (DockerException, requests.exceptions.RequestException) as exc:
@@ -214,22 +277,27 @@ class Engine:
         ip = None
         if spec.network != "none":
             networks = self.inspect(container_id)["NetworkSettings"]["Networks"]
-            ip = (networks.get(spec.network) or {}).get("IPAddress") or None
+            ip = (networks.get(network) or {}).get("IPAddress") or None
         return Container(
             id=container_id, name=name, spec=spec, start_s=time.monotonic() - started, ip=ip
         )
 
     def remove(self, container_id: str) -> None:
+        with self._lock:
+            own_networks = [self._own_networks.pop(container_id, "")]
+        if not own_networks[0]:  # made by another process (a dead worker's, swept)
+            own_networks = self._sandbox_networks_of(container_id)
         try:
             self.api.remove_container(container_id, force=True, v=True)
         except NotFound:
             pass
         except APIError as exc:
-            if exc.status_code == 409:  # removal already in progress
-                return
-            log.warning("could not remove container %s: %s", container_id[:12], exc)
+            if exc.status_code != 409:  # 409: removal already in progress
+                log.warning("could not remove container %s: %s", container_id[:12], exc)
         except (DockerException, requests.exceptions.RequestException) as exc:
             log.warning("could not remove container %s: %s", container_id[:12], exc)
+        for network in own_networks:
+            self._remove_sandbox_network(network)
 
     def inspect(self, container_id: str) -> dict[str, Any]:
         try:
@@ -243,6 +311,34 @@ class Engine:
         except SandboxError:
             return False
 
+    def usage(self, container_id: str) -> Usage:
+        """State and resource use, as evidence of what broke a sandbox's runner."""
+        state = self.inspect(container_id)["State"]
+        running, oom = bool(state.get("Running")), bool(state.get("OOMKilled"))
+        if not running:
+            return Usage(running=False, oom_killed=oom)
+        try:
+            stats = self.api.stats(container_id, stream=False, one_shot=True)
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"read the stats of {container_id[:12]}") from exc
+        pids = stats.get("pids_stats") or {}
+        memory = stats.get("memory_stats") or {}
+        detail = memory.get("stats") or {}
+        used = memory.get("usage")
+        if used is not None:  # the page cache the kernel can drop is not pressure
+            used -= int(detail.get("total_inactive_file", detail.get("inactive_file", 0)))
+        return Usage(running=True, oom_killed=oom, pids=pids.get("current"),
+                     pids_limit=pids.get("limit"), memory=used,
+                     memory_limit=memory.get("limit"), memory_hits=memory.get("failcnt"))
+
+    def set_memory(self, container_id: str, memory_mb: int) -> None:
+        """Change a running sandbox's memory limit (swap stays off: memory+swap = memory)."""
+        try:
+            self.api.update_container(container_id, mem_limit=f"{memory_mb}m",
+                                      memswap_limit=f"{memory_mb}m")
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"set the memory limit of {container_id[:12]}") from exc
+
     def managed_containers(self, *, any_deployment: bool = False,
                            **labels: str) -> list[dict[str, Any]]:
         if not any_deployment:
@@ -255,34 +351,193 @@ class Engine:
 
     # ------------------------------------------------------------------ networks, services
 
-    def ensure_internal_network(self, name: str) -> None:
-        """A network with no route out (internal), created once and shared.
+    def ensure_internal_network(self, name: str, *, peer: str | None = None) -> str:
+        """The shared internal network (no route out, no traffic between its members) under
+        its deterministic name; returns its id, which callers use from then on.
 
-        Docker may let two workers starting together both create it; then all of them
-        keep the one with the smallest id and remove the others, so names stay unique.
+        Docker's duplicate check races, so workers starting together can each make one. All
+        of them converge on the oldest of the name and remove the others (Docker refuses to
+        remove one in use, so only an unused duplicate goes); the id is never ambiguous. One
+        made by an older version, with traffic between members on, is recreated when nothing
+        but `peer` is on it.
         """
+        for _ in range(4):
+            found = self._networks_named(name)
+            if not found:
+                self._create_internal_network(name)
+                found = self._networks_named(name)
+            if not found:
+                continue  # removed between our create and our look: once more
+            winner, *losers = sorted(found, key=_age)
+            for loser in losers:
+                self._remove_network_quietly(str(loser["Id"]))
+            if (winner.get("Options") or {}).get(ICC_OPTION) == "false":
+                return str(winner["Id"])
+            if not self._recreate_with_icc_off(str(winner["Id"]), name, peer):
+                return str(winner["Id"])
+        raise SandboxError(f"the network {name} disappears as soon as it is made")
+
+    def _create_internal_network(self, name: str) -> None:
         try:
-            if not self._networks_named(name):
-                self.api.create_network(name, driver="bridge", internal=True,
-                                        check_duplicate=True,
-                                        labels={DEPLOYMENT_LABEL: self.deployment})
+            self.api.create_network(name, driver="bridge", internal=True, check_duplicate=True,
+                                    options={ICC_OPTION: "false"},
+                                    labels={MANAGED_LABEL: "1",
+                                            DEPLOYMENT_LABEL: self.deployment})
         except APIError as exc:
-            if exc.status_code != 409:
+            if exc.status_code != 409:  # 409: it exists already, which is what we want
                 raise _wrap(exc, f"create network {name}") from exc
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, f"create network {name}") from exc
-        for duplicate in sorted(self._networks_named(name))[1:]:
-            try:
-                self.api.remove_network(duplicate)
-            except (DockerException, requests.exceptions.RequestException) as exc:
-                log.warning("could not remove duplicate network %s: %s", duplicate[:12], exc)
 
-    def _networks_named(self, name: str) -> list[str]:
+    def _recreate_with_icc_off(self, network_id: str, name: str, peer: str | None) -> bool:
+        """Drop an older version's network (members could talk to each other) if only `peer`
+        is on it; False when others still are (they keep it; our sandboxes never join it)."""
+        try:
+            members = self.api.inspect_network(network_id).get("Containers") or {}
+            names = {str(m.get("Name", "")) for m in members.values()}
+            if names - {peer}:
+                log.warning("network %s lets its members talk to each other and %d containers "
+                            "of an older version are on it: left as it is", name, len(names))
+                return False
+            log.info("recreating network %s with traffic between its members off", name)
+            for member in members:
+                self.api.disconnect_container_from_network(member, network_id, force=True)
+            self.api.remove_network(network_id)
+        except NotFound:
+            pass  # another worker is migrating it too
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"recreate network {name}") from exc
+        return True
+
+    def _networks_named(self, name: str) -> list[dict[str, Any]]:
         try:
             listed = self.api.networks(names=[name])
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, f"list networks named {name}") from exc
-        return [str(n["Id"]) for n in listed if n.get("Name") == name]
+        return [dict(n) for n in listed if n.get("Name") == name]
+
+    def _remove_network_quietly(self, network_id: str) -> None:
+        """Remove a network nobody uses; one in use stays (Docker refuses, we log it)."""
+        try:
+            self.api.remove_network(network_id)
+        except NotFound:
+            pass
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            log.info("left network %s in place: %s", network_id[:12], exc)
+
+    def isolate(self, network: str, *, peer: str, subnets: str) -> None:
+        """From now on a sandbox asking for `network` gets a network of its own instead, with
+        `peer` its only other member; the subnets come from `subnets`."""
+        try:
+            pool = ipaddress.IPv4Network(subnets)
+        except ValueError as exc:
+            raise SandboxError(f"sandbox subnets {subnets!r}: {exc}") from exc
+        if pool.prefixlen > SANDBOX_PREFIX:
+            raise SandboxError(f"sandbox subnets {subnets}: smaller than one /{SANDBOX_PREFIX}")
+        with self._lock:
+            self._isolation[network] = Isolation(peer=peer, subnets=pool)
+
+    def _sandbox_network(self, spec: SandboxSpec, name: str) -> tuple[str, list[str] | None, str]:
+        """Network mode and DNS servers for a new sandbox, and its own network if one is made."""
+        if spec.network == "none":
+            return "none", None, ""
+        with self._lock:
+            isolation = self._isolation.get(spec.network)
+        if isolation is None:  # the shared network alone: its members cannot reach each other
+            return spec.network, list(spec.dns) or None, ""
+        network, peer_ip = self._create_sandbox_network(f"{name}-net", isolation, sandbox=name)
+        return network, [peer_ip], network
+
+    def _create_sandbox_network(
+        self, name: str, isolation: Isolation, *, sandbox: str
+    ) -> tuple[str, str]:
+        """An internal /29 of its own with the peer on it; its name and the peer's address."""
+        labels = {MANAGED_LABEL: "1", DEPLOYMENT_LABEL: self.deployment,
+                  SANDBOX_NETWORK_LABEL: sandbox}
+        for _ in range(SUBNET_TRIES):
+            subnet = _random_subnet(isolation.subnets)
+            gateway, peer_ip = (str(host) for host in list(subnet.hosts())[:2])
+            ipam = docker.types.IPAMConfig(
+                pool_configs=[docker.types.IPAMPool(subnet=str(subnet), gateway=gateway)])
+            try:
+                self.api.create_network(name, driver="bridge", internal=True, ipam=ipam,
+                                        labels=labels, check_duplicate=True,
+                                        options={NO_HOST_ADDRESS_OPTION: "true"})
+            except APIError as exc:
+                if exc.status_code == 403 and "overlap" in str(exc.explanation):
+                    continue  # another sandbox has this subnet: draw again
+                raise _wrap(exc, f"create network {name}") from exc
+            except (DockerException, requests.exceptions.RequestException) as exc:
+                raise _wrap(exc, f"create network {name}") from exc
+            try:
+                self.api.connect_container_to_network(isolation.peer, name, ipv4_address=peer_ip)
+            except (DockerException, requests.exceptions.RequestException) as exc:
+                self._remove_sandbox_network(name)
+                raise _wrap(exc, f"connect {isolation.peer} to {name}") from exc
+            return name, peer_ip
+        raise SandboxError(f"no free /{SANDBOX_PREFIX} in {isolation.subnets} "
+                           f"after {SUBNET_TRIES} draws")
+
+    def _remove_sandbox_network(self, network: str) -> None:
+        """Disconnect whatever is left on a sandbox's own network (its peer), then remove it.
+
+        The engine may still be releasing the sandbox's endpoint a moment after the removal
+        of the container returned ("active endpoints"): then look again, a few times.
+        """
+        for attempt in range(4):
+            try:
+                members = self.api.inspect_network(network).get("Containers") or {}
+                for member in members:
+                    with suppress(NotFound):  # gone already: done
+                        self.api.disconnect_container_from_network(member, network, force=True)
+                self.api.remove_network(network)
+                return
+            except NotFound:
+                return
+            except APIError as exc:
+                if exc.status_code != 403 or attempt == 3:
+                    log.warning("could not remove sandbox network %s: %s", network, exc)
+                    return
+                time.sleep(0.1 * (attempt + 1))
+            except (DockerException, requests.exceptions.RequestException) as exc:
+                log.warning("could not remove sandbox network %s: %s", network, exc)
+                return
+
+    def _sandbox_networks_of(self, container_id: str) -> list[str]:
+        """The own networks of a sandbox this process did not make (found by their label)."""
+        try:
+            name = str(self.api.inspect_container(container_id)["Name"]).lstrip("/")
+            listed = self.api.networks(filters={"label": f"{SANDBOX_NETWORK_LABEL}={name}"})
+        except NotFound:
+            return []
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            log.warning("could not find the networks of %s: %s", container_id[:12], exc)
+            return []
+        return [str(n["Id"]) for n in listed]
+
+    def prune_sandbox_networks(self) -> int:
+        """Remove this deployment's sandbox networks whose sandbox is gone (a worker killed
+        between making one and removing it); how many went."""
+        try:
+            listed = self.api.networks(filters={"label": [
+                SANDBOX_NETWORK_LABEL, f"{DEPLOYMENT_LABEL}={self.deployment}"]})
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, "list sandbox networks") from exc
+        removed = 0
+        for network in listed:
+            if time.time() - _age(network)[0] < NETWORK_PRUNE_AGE_S:
+                continue  # its sandbox may be being made right now
+            sandbox = (network.get("Labels") or {}).get(SANDBOX_NETWORK_LABEL, "")
+            try:
+                self.api.inspect_container(sandbox)
+                continue
+            except NotFound:
+                pass
+            except (DockerException, requests.exceptions.RequestException) as exc:
+                raise _wrap(exc, f"inspect {sandbox}") from exc
+            self._remove_sandbox_network(str(network["Id"]))
+            removed += 1
+        return removed
 
     def ensure_service(
         self,
@@ -295,36 +550,102 @@ class Engine:
         sysctls: dict[str, str],
         labels: dict[str, str],
     ) -> dict[str, Any]:
-        """A long-running helper container (the honeypot): started if absent; its inspect."""
+        """A long-running helper container (the honeypot), one per engine, running and on
+        `network` (an id); its inspect.
+
+        Many workers may call this at once: a name conflict means another made it, so we
+        use theirs; one that is not running is started, never removed (it may be another
+        worker's, made a moment ago); only one made from another image or other labels (an
+        older version) is replaced.
+        """
+        deadline = time.monotonic() + SERVICE_START_S
+        while True:
+            info = self._inspect_service(name)
+            if info is not None and not _same_service(info, image, labels):
+                log.info("replacing %s: made from another image or version", name)
+                with suppress(NotFound):  # gone already: done
+                    self.api.remove_container(name, force=True)
+                info = None
+            if info is None:
+                self._create_service(name, image=image, command=command, network=network,
+                                     user=user, sysctls=sysctls, labels=labels)
+            problem = ""
+            try:
+                self.api.start(name)  # a no-op when it runs already
+            except NotFound as exc:
+                # gone, or made on a network that lost the race since: one that never ran
+                # is nobody's yet, so it can go and be made again
+                problem = str(exc)
+                info = self._inspect_service(name)
+                if info is not None and info["State"].get("Status") == "created":
+                    with suppress(NotFound):
+                        self.api.remove_container(name, force=True)
+            except (DockerException, requests.exceptions.RequestException) as exc:
+                problem = str(exc)  # restarting meanwhile, say: look again
+            info = self._inspect_service(name)
+            if info is not None and info["State"].get("Running"):
+                self._join(name, network, info)
+                return self._inspect_service(name) or info
+            if time.monotonic() > deadline:
+                state = info["State"] if info else "gone"
+                raise SandboxError(f"{name} does not stay running ({state}) {problem}".strip())
+            time.sleep(0.2)
+
+    def _inspect_service(self, name: str) -> dict[str, Any] | None:
         try:
-            info = dict(self.api.inspect_container(name))
-            if info["State"].get("Running"):
-                return info
-            self.api.remove_container(name, force=True)
+            return dict(self.api.inspect_container(name))
         except NotFound:
-            pass
+            return None
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, f"inspect {name}") from exc
+
+    def _create_service(
+        self, name: str, *, image: str, command: list[str], network: str, user: str,
+        sysctls: dict[str, str], labels: dict[str, str],
+    ) -> None:
         host_config = self.api.create_host_config(
             network_mode=network, read_only=True, cap_drop=["ALL"],
             security_opt=["no-new-privileges"], sysctls=sysctls, mem_limit="128m",
             pids_limit=256, restart_policy={"Name": "unless-stopped"},
+            ulimits=[docker.types.Ulimit(name="nofile", soft=4096, hard=4096)],
             log_config=docker.types.LogConfig(type="json-file",
                                               config={"max-size": "20m", "max-file": "3"}),
         )
         try:
             self.api.create_container(image, command=command, name=name, user=user,
-                                      labels=labels, host_config=host_config)
+                                      labels={MANAGED_LABEL: "1", **labels},
+                                      host_config=host_config)
         except APIError as exc:
-            if exc.status_code != 409:  # another worker made it first: use theirs
+            if exc.status_code != 409:  # 409: another worker made it first, use theirs
                 raise _wrap(exc, f"create {name}") from exc
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, f"create {name}") from exc
+
+    def _join(self, name: str, network_id: str, info: dict[str, Any]) -> None:
+        """Put a running service on the network if it is not (the network was recreated).
+
+        If it is on another network of the same name, the older of the two wins, as in
+        `ensure_internal_network`: an older one stays (the caller finds the service not on
+        its network and looks again), a newer one is left and removed.
+        """
+        joined = info["NetworkSettings"].get("Networks") or {}
+        if any(n.get("NetworkID") == network_id for n in joined.values()):
+            return
         try:
-            self.api.start(name)
-            return dict(self.api.inspect_container(name))
+            wanted = dict(self.api.inspect_network(network_id))
+            other = (joined.get(str(wanted["Name"])) or {}).get("NetworkID")
+            if other:
+                try:
+                    if _age(dict(self.api.inspect_network(other))) < _age(wanted):
+                        return
+                except NotFound:
+                    pass
+                with suppress(NotFound):  # gone already: done
+                    self.api.disconnect_container_from_network(name, other, force=True)
+                self._remove_network_quietly(str(other))
+            self.api.connect_container_to_network(name, network_id)
         except (DockerException, requests.exceptions.RequestException) as exc:
-            raise _wrap(exc, f"start {name}") from exc
+            raise _wrap(exc, f"connect {name} to {network_id[:12]}") from exc
 
     def logs(self, name: str, *, since: float, until: float) -> str:
         try:
@@ -373,7 +694,7 @@ class Engine:
         except TimeoutError:
             out, err, timed_out, truncated = bytearray(), bytearray(), True, {1: False, 2: False}
         except OSError as exc:
-            raise SandboxError(f"exec stream in {container_id[:12]} broke: {exc}") from exc
+            raise ExecStreamBroken(f"exec stream in {container_id[:12]} broke: {exc}") from exc
         finally:
             sock.close()
             raw.close()
@@ -399,6 +720,32 @@ class Engine:
                 return int(code) if code is not None else None
             time.sleep(0.01)
         return None
+
+
+def _age(network: dict[str, Any]) -> tuple[float, str]:
+    """When a network was made (seconds since the epoch), then its id: a total order."""
+    raw = str(network.get("Created", ""))
+    head, dot, rest = raw.partition(".")
+    if dot:  # Go writes up to 9 fraction digits, Python reads 6
+        digits = rest[: len(rest) - len(rest.lstrip("0123456789"))]
+        raw = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits):]}"
+    try:
+        created = datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        created = float("inf")
+    return created, str(network.get("Id", ""))
+
+
+def _random_subnet(pool: ipaddress.IPv4Network) -> ipaddress.IPv4Network:
+    count = 1 << (SANDBOX_PREFIX - pool.prefixlen)
+    start = int(pool.network_address) + random.randrange(count) * (1 << (32 - SANDBOX_PREFIX))
+    return ipaddress.IPv4Network((start, SANDBOX_PREFIX))
+
+
+def _same_service(info: dict[str, Any], image: str, labels: dict[str, str]) -> bool:
+    config = info.get("Config") or {}
+    have = config.get("Labels") or {}
+    return config.get("Image") == image and all(have.get(k) == v for k, v in labels.items())
 
 
 def _read_frames(

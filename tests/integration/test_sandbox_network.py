@@ -1,0 +1,362 @@
+"""Sandboxes are alone on their network, against the real engine: no path from one sandbox
+to another (TCP and UDP, both ways) while the honeypot stays reachable and records; the
+honeypot keeps recording under a flood from one sandbox; the shared network and the
+honeypot are made once however many workers start together; a worker without its
+honeypot says so and is not ready.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+
+import docker
+import pytest
+import redis
+from docker.errors import DockerException
+
+from service.config import Settings
+from service.store import EpisodeStore
+from workers.anticheat.honeypot import Hit, Honeypot
+from workers.main import start_honeypot
+from workers.sandbox.docker import (
+    DEPLOYMENT_LABEL,
+    ICC_OPTION,
+    SANDBOX_NETWORK_LABEL,
+    Container,
+    Engine,
+    SandboxSpec,
+)
+
+IMAGE = "proctor/sandbox-python:latest"
+USER = "1000:1000"
+PORT = 7000
+
+pytestmark = pytest.mark.usefixtures("docker_ready")
+
+
+@dataclass
+class Site:
+    """One test's own deployment on the engine: its home network, honeypot and sandboxes."""
+
+    deployment: str
+    network: str
+    engine: Engine
+    honeypot: Honeypot
+
+    def engine_for(self, worker: str) -> Engine:
+        return Engine(worker=worker, host="test", deployment=self.deployment)
+
+    def sandbox(self) -> Container:
+        assert self.honeypot.address
+        spec = SandboxSpec(image=IMAGE, network=self.network, dns=(self.honeypot.address,))
+        return self.engine.create(spec, name=f"proctor-test-{uuid.uuid4().hex[:12]}",
+                                  labels={DEPLOYMENT_LABEL: self.deployment})
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    tag = uuid.uuid4().hex[:10]
+    deployment = f"nettest{tag}"
+    engine = Engine(worker=f"worker-{tag}", host="test", deployment=deployment)
+    network = f"proctor-test-net-{tag}"
+    honeypot = Honeypot(engine, network=network, image=IMAGE, name=f"proctor-honeypot-{deployment}")
+    try:
+        yield Site(deployment, network, engine, honeypot)
+    finally:
+        clean_up(deployment, network, honeypot.name)
+
+
+def clean_up(deployment: str, network: str, honeypot: str) -> None:
+    client = docker.from_env()
+    api = client.api
+    try:
+        label = {"label": f"{DEPLOYMENT_LABEL}={deployment}"}
+        for container in api.containers(all=True, filters=label):
+            with suppress(DockerException):
+                api.remove_container(container["Id"], force=True)
+        with suppress(DockerException):
+            api.remove_container(honeypot, force=True)
+        for net in api.networks(filters=label) + api.networks(names=[network]):
+            with suppress(DockerException):
+                api.remove_network(net["Id"])
+    finally:
+        client.close()
+
+
+def run(engine: Engine, container: Container, code: str, timeout_s: float = 30) -> str:
+    result = engine.exec(container.id, ["python3", "-c", code], user=USER, timeout_s=timeout_s)
+    assert result.exit_code == 0, result.stderr.decode()
+    return result.stdout.decode()
+
+
+LISTEN = """
+import socket, threading
+tcp = socket.socket(); tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+tcp.bind(("0.0.0.0", {port})); tcp.listen(16)
+udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); udp.bind(("0.0.0.0", {port}))
+def tcp_log():
+    while True:
+        conn, peer = tcp.accept()
+        open("/tmp/heard", "a").write("tcp " + peer[0] + "\\n"); conn.close()
+def udp_log():
+    while True:
+        data, peer = udp.recvfrom(100)
+        open("/tmp/heard", "a").write("udp " + peer[0] + "\\n")
+threading.Thread(target=tcp_log, daemon=True).start()
+threading.Thread(target=udp_log, daemon=True).start()
+open("/tmp/listening", "w").write("1")
+threading.Event().wait(60)
+"""
+
+PROBE = """
+import socket
+out = []
+s = socket.socket(); s.settimeout(3)
+try:
+    s.connect(("{ip}", {port})); out.append("tcp-connected")
+except OSError as exc:
+    out.append("tcp-" + type(exc).__name__)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(5):
+    try:
+        u.sendto(b"hello", ("{ip}", {port}))
+    except OSError:
+        pass
+print(" ".join(out))
+"""
+
+
+def listen(engine: Engine, container: Container) -> None:
+    """A TCP and a UDP listener in the background that write down who reached them."""
+    code = LISTEN.format(port=PORT)
+    engine.exec(container.id, ["sh", "-c", 'python3 -c "$0" >/dev/null 2>&1 &', code],
+                user=USER, timeout_s=10)
+    deadline = time.monotonic() + 10
+    while "1" not in run(engine, container, "import os\nprint(open('/tmp/listening').read() "
+                         "if os.path.exists('/tmp/listening') else '')"):
+        assert time.monotonic() < deadline, "the listener did not start"
+        time.sleep(0.2)
+
+
+def heard(engine: Engine, container: Container) -> str:
+    time.sleep(1)  # UDP has no answer to wait for
+    return run(engine, container, "import os\nprint(open('/tmp/heard').read() "
+               "if os.path.exists('/tmp/heard') else '')").strip()
+
+
+def hits_of(honeypot: Honeypot, source: str, since: float, path: str) -> list[Hit]:
+    deadline = time.monotonic() + 10
+    while True:
+        hits = [h for h in honeypot.hits(source, since=since, until=time.time())
+                if h.proto == "http" and h.path == path]
+        if hits or time.monotonic() > deadline:
+            return hits
+        time.sleep(0.3)
+
+
+def fetch(path: str) -> str:
+    return (
+        "import urllib.request, urllib.error\n"
+        "try:\n"
+        f"    urllib.request.urlopen('http://files.example.org{path}', timeout=10)\n"
+        "except urllib.error.HTTPError as exc:\n"
+        "    print(exc.code)\n"
+    )
+
+
+def test_no_path_between_sandboxes_either_way_but_the_honeypot_answers(site: Site) -> None:
+    site.honeypot.ensure()
+    a, b = site.sandbox(), site.sandbox()
+    assert a.ip and b.ip and a.ip != b.ip
+    for me, other in ((a, b), (b, a)):
+        listen(site.engine, me)
+        # the listener works: the sandbox reaches itself on its own address
+        assert run(site.engine, me, PROBE.format(ip=me.ip, port=PORT)).strip() == "tcp-connected"
+        assert f"tcp {me.ip}" in heard(site.engine, me) and f"udp {me.ip}" in heard(site.engine, me)
+        # but the other sandbox reaches it by neither protocol
+        answer = run(site.engine, other, PROBE.format(ip=me.ip, port=PORT)).strip()
+        assert answer != "tcp-connected"
+        assert str(other.ip) not in heard(site.engine, me)
+    # each still has the honeypot, which answers and records who asked
+    since = time.time()
+    for sandbox in (a, b):
+        path = f"/probe-{uuid.uuid4().hex[:8]}"
+        assert run(site.engine, sandbox, fetch(path)).strip() == "404"
+        assert hits_of(site.honeypot, str(sandbox.ip), since, path)
+
+
+def test_a_sandbox_has_no_address_of_the_host_one_hop_away(site: Site) -> None:
+    """A host service listening on every interface is out of reach: the sandbox's bridge
+    carries no address of the host's, so there is no gateway to connect to."""
+    import socket
+
+    site.honeypot.ensure()
+    sandbox = site.sandbox()
+    network = site.engine.inspect(sandbox.id)["NetworkSettings"]["Networks"]
+    [(name, endpoint)] = [(n, e) for n, e in network.items() if n.endswith("-net")]
+    gateway = site.engine.api.inspect_network(name)["IPAM"]["Config"][0]["Gateway"]
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("0.0.0.0", 0))
+        server.listen(4)
+        port = server.getsockname()[1]
+        # the listener answers (on loopback here), so a refused probe means no path
+        with socket.create_connection(("127.0.0.1", port), timeout=3):
+            pass
+        answer = run(site.engine, sandbox, PROBE.format(ip=gateway, port=port)).strip()
+        assert answer != "tcp-connected", f"the sandbox reached the host at {gateway}:{port}"
+    assert endpoint.get("Gateway") in ("", None, gateway)
+
+
+FLOOD = """
+import socket, time
+held = []
+for _ in range({count}):
+    s = socket.socket(); s.settimeout(5)
+    try:
+        s.connect(("{ip}", 80)); held.append(s)
+    except OSError:
+        pass
+open("/tmp/flooding", "w").write(str(len(held)))
+time.sleep({hold_s})
+"""
+
+
+def test_the_honeypot_records_a_sandbox_while_another_floods_it(site: Site) -> None:
+    site.honeypot.ensure()
+    a, b = site.sandbox(), site.sandbox()
+    assert a.ip and b.ip
+    # A opens 500 connections to the honeypot and holds them, sending nothing
+    flood = FLOOD.format(count=500, ip=address_on(site, a), hold_s=40)
+    site.engine.exec(a.id, ["sh", "-c", 'python3 -c "$0" >/dev/null 2>&1 &', flood],
+                     user=USER, timeout_s=10)
+    deadline = time.monotonic() + 30
+    check = "import os\nprint(open('/tmp/flooding').read() if os.path.exists('/tmp/flooding') else 0)"
+    while (opened := int(run(site.engine, a, check).strip())) == 0:
+        assert time.monotonic() < deadline, "the flood did not get going"
+        time.sleep(0.3)
+    assert opened >= 400  # the honeypot accepted (and, past A's share, closed) them all
+    since = time.time()
+    path = f"/evidence-{uuid.uuid4().hex[:8]}"
+    assert run(site.engine, b, fetch(path), timeout_s=20).strip() == "404"
+    assert hits_of(site.honeypot, b.ip, since, path), "B's request went unrecorded"
+    # and A's flood is on record too, as A's
+    assert site.honeypot.hits(a.ip, since=since - 60, until=time.time())
+
+
+def address_on(site: Site, sandbox: Container) -> str:
+    """The honeypot's address on the sandbox's own network (its DNS server)."""
+    info = site.engine.inspect(sandbox.id)
+    return str(info["HostConfig"]["Dns"][0])
+
+
+def test_a_sandbox_network_goes_with_its_sandbox_whoever_removes_it(site: Site) -> None:
+    site.honeypot.ensure()
+    mine, swept = site.sandbox(), site.sandbox()
+    api = site.engine.api
+
+    def own_networks(container: Container) -> list[object]:
+        return list(api.networks(filters={"label": f"{SANDBOX_NETWORK_LABEL}={container.name}"}))
+
+    assert len(own_networks(mine)) == 1 and len(own_networks(swept)) == 1
+    site.engine.remove(mine.id)
+    site.engine_for("another-worker").remove(swept.id)  # a janitor sweeping a dead worker's
+    assert own_networks(mine) == [] and own_networks(swept) == []
+
+
+@pytest.mark.parametrize("round_", range(3))  # a race: give it more than one chance
+def test_workers_starting_together_make_one_network_and_one_honeypot(
+    site: Site, round_: int
+) -> None:
+    count = 6
+    barrier = threading.Barrier(count)
+    addresses: list[str] = []
+    errors: list[BaseException] = []
+
+    def start(i: int) -> None:
+        honeypot = Honeypot(site.engine_for(f"w{i}"), network=site.network, image=IMAGE,
+                            name=site.honeypot.name)
+        barrier.wait()
+        try:
+            addresses.append(honeypot.ensure())
+        except BaseException as exc:  # reported below, with the others
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(set(addresses)) == 1 and len(addresses) == count, addresses
+    api = site.engine.api
+    assert [n["Name"] for n in api.networks(names=[site.network])] == [site.network]
+    assert len(api.containers(all=True, filters={"name": f"^{site.honeypot.name}$"})) == 1
+    # and a sandbox starts on it (no "network is ambiguous")
+    site.honeypot.ensure()
+    assert site.sandbox().ip
+
+
+def test_duplicate_networks_converge_on_the_oldest(site: Site) -> None:
+    api = site.engine.api
+    options = {ICC_OPTION: "false"}
+    first = api.create_network(site.network, internal=True, options=options)["Id"]
+    time.sleep(0.01)
+    api.create_network(site.network, internal=True, options=options)  # what a race left
+    assert len(api.networks(names=[site.network])) == 2
+    assert site.engine.ensure_internal_network(site.network) == first
+    assert [n["Id"] for n in api.networks(names=[site.network])] == [first]
+
+
+def test_an_older_versions_network_is_recreated_with_traffic_between_members_off(
+    site: Site,
+) -> None:
+    api = site.engine.api
+    old = api.create_network(site.network, driver="bridge", internal=True)["Id"]
+    site.honeypot.ensure()
+    assert site.honeypot.address
+    networks = api.networks(names=[site.network])
+    assert len(networks) == 1 and networks[0]["Id"] != old
+    assert networks[0]["Options"][ICC_OPTION] == "false"
+
+
+def test_a_worker_without_its_honeypot_is_not_ready_until_it_has_one(
+    site: Site, redis_url: str
+) -> None:
+    image = f"proctor-test/honeypot-{uuid.uuid4().hex[:8]}:latest"
+    settings = Settings(redis_url=redis_url, deployment=site.deployment,
+                        honeypot_network=site.network, honeypot_image=image,
+                        heartbeat_s=0.5, heartbeat_ttl_s=3)
+    client = redis.Redis.from_url(redis_url)
+    store = EpisodeStore(client, result_ttl_s=60)
+    worker = f"test-worker-{uuid.uuid4().hex[:6]}"
+    result: list[Honeypot | None] = []
+    thread = threading.Thread(
+        target=lambda: result.append(
+            start_honeypot(settings, site.engine, store=store, worker=worker)))
+    docker_client = docker.from_env()
+    try:
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not store.worker_problems([worker]):
+            assert time.monotonic() < deadline, "the missing honeypot was never reported"
+            time.sleep(0.2)
+        assert "honeypot" in store.worker_problems([worker])[worker]
+        assert thread.is_alive()  # still trying, not serving without it
+        docker_client.images.get(IMAGE).tag(image)  # the image arrives
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+        assert result and result[0] is not None and result[0].address
+        assert store.worker_problems([worker]) == {}
+    finally:
+        clean_up(site.deployment, site.network, f"proctor-honeypot-{site.deployment}")
+        with suppress(DockerException):
+            docker_client.images.remove(image)
+        docker_client.close()
+        store.forget_worker(worker)
+        client.close()
