@@ -7,12 +7,16 @@ silently ignored option); result models allow them, so older clients keep workin
 
 from __future__ import annotations
 
+import base64
+import binascii
 import posixpath
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.config import JsonDict
 
 __all__ = [
     "MAX_FILES",
@@ -94,17 +98,68 @@ def _check_files(files: dict[str, str]) -> dict[str, str]:
     return checked
 
 
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_SPACE = b" \t\n\r\x0b\x0c"
+
+
+def check_base64(value: str | None) -> str | None:
+    """Refuse at the edge what the worker could not decode (it would end as our failure).
+
+    Line breaks and spaces are allowed, as `base64` wraps its output; the size is bounded
+    by the field's `max_length` and the body limit.
+    """
+    if value is None or (len(value) % 4 == 0 and _BASE64.fullmatch(value)):
+        return value
+    try:
+        base64.b64decode(value.encode("ascii").translate(None, _SPACE), validate=True)
+    except (binascii.Error, ValueError) as exc:  # ValueError: not even ASCII
+        raise ValueError(f"not base64 ({exc})") from None
+    return value
+
+
+# What an archive or a bundle starts with: decoding a few hundred bytes at the edge tells a
+# tar (plain or compressed) or a git bundle from anything else, which the worker could
+# only fail on later
+_COMPRESSED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")  # what tarfile's "r:*" opens
+_TAR_MAGIC = slice(257, 262)
+_BUNDLE_HEADS = (b"# v2 git bundle\n", b"# v3 git bundle\n")
+_HEAD_CHARS = 352  # 264 decoded bytes: past the tar header's magic
+
+
+def _head(value: str) -> bytes:
+    text = value[: _HEAD_CHARS * 2].encode("ascii").translate(None, _SPACE)
+    return base64.b64decode(text[:_HEAD_CHARS])
+
+
+def check_archive(value: str | None) -> str | None:
+    value = check_base64(value)
+    if value is not None:
+        head = _head(value)
+        if not head.startswith(_COMPRESSED) and head[_TAR_MAGIC] != b"ustar":
+            raise ValueError("not a tar archive (plain, gzip, bzip2 or xz)")
+    return value
+
+
+def check_bundle(value: str | None) -> str | None:
+    value = check_base64(value)
+    if value is not None and not _head(value).startswith(_BUNDLE_HEADS):
+        raise ValueError("not a git bundle (`git bundle create` output, v2 or v3)")
+    return value
 
 
 # ---------------------------------------------------------------------------- the task
 
 
 class Limits(_Request):
-    """Resource limits of one sandbox. Defaults suit a unit-test-sized program."""
+    """Resource limits of one sandbox. Defaults suit a unit-test-sized program.
+
+    A deployment may allow less than these bounds (its `PROCTOR_MAX_*` settings, by default
+    derived from its hosts): a request over its maxima is a 422 that names them.
+    """
 
     timeout_s: float = Field(10.0, gt=0, le=3600, description="wall clock for running the tests")
     memory_mb: int = Field(512, ge=32, le=16_384, description="memory; swap is not allowed")
-    cpus: float = Field(1.0, gt=0, le=16)
+    cpus: float = Field(1.0, ge=0.01, le=16, description="Docker's CPU quota takes 0.01 and up")
     pids: int = Field(128, ge=16, le=4096)
     output_bytes: int = Field(65_536, ge=1024, le=16 * 1024 * 1024, description="per stream")
     disk_mb: int = Field(256, ge=16, le=8192, description="size of the writable workspace")
@@ -149,6 +204,9 @@ class RepoSnapshot(_Request):
     bundle: str | None = Field(None, max_length=64 << 20, description="base64 of a git bundle")
     base_commit: str = Field(pattern=r"^[0-9a-fA-F]{7,64}$")
     branch: str = Field("main", pattern=r"^[A-Za-z0-9._/-]{1,100}$")
+
+    _archive = field_validator("archive")(check_archive)
+    _bundle = field_validator("bundle")(check_bundle)
 
     @model_validator(mode="after")
     def _one_source(self) -> RepoSnapshot:
@@ -221,19 +279,31 @@ class TaskContext(_Request):
 # --------------------------------------------------------------------------- actions
 
 
-class BashAction(_Request):
+def _type_required(schema: JsonDict) -> None:
+    """`type` defaults for Python callers, but on the wire it tells the actions apart."""
+    required = schema.setdefault("required", [])
+    assert isinstance(required, list)
+    if "type" not in required:
+        required.insert(0, "type")
+
+
+class _Action(_Request):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_type_required)
+
+
+class BashAction(_Action):
     type: Literal["bash"] = "bash"
     command: str = Field(max_length=1_048_576)
     timeout_s: float = Field(30.0, gt=0, le=3600)
 
 
-class WriteFileAction(_Request):
+class WriteFileAction(_Action):
     type: Literal["write_file"] = "write_file"
     path: str = Field(max_length=4096)
     content: str = Field(max_length=MAX_FILE_BYTES)
 
 
-class ReadFileAction(_Request):
+class ReadFileAction(_Action):
     type: Literal["read_file"] = "read_file"
     path: str = Field(max_length=4096)
 
@@ -253,7 +323,19 @@ class EpisodeMode(StrEnum):
     interactive = "interactive"
 
 
+# What `_solution_matches_mode` checks, said in the schema: a one-shot episode (the default
+# mode) needs a solution, an interactive one takes none.
+_SOLUTION_MATCHES_MODE: JsonDict = {"anyOf": [
+    {"properties": {"mode": {"const": "oneshot"}, "solution": {"type": "object"}},
+     "required": ["solution"]},
+    {"properties": {"mode": {"const": "interactive"}, "solution": {"type": "null"}},
+     "required": ["mode"]},
+]}
+
+
 class EpisodeCreate(_Request):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_SOLUTION_MATCHES_MODE)
+
     task: TaskSpec
     solution: Solution | None = None
     mode: EpisodeMode = EpisodeMode.oneshot

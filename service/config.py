@@ -61,8 +61,17 @@ class Settings(BaseSettings):
     network: Literal["auto", "none"] = "auto"
     honeypot_network: str = "proctor-sandbox"
     honeypot_image: str | None = Field(None, description="defaults to the python sandbox image")
+    sandbox_subnets: str = Field(
+        "10.213.0.0/16", description="each sandbox's own /29 network is carved from here")
     max_episode_s: float = 3600.0
     interactive_idle_s: float = 300.0
+    # the most one sandbox may ask for (service/admission.py); unset: derived from the host.
+    # Never below the default `Limits`, so a task that leaves its limits unset is admitted.
+    max_memory_mb: int | None = Field(None, ge=512, description="unset: half the host's memory")
+    max_cpus: float | None = Field(None, ge=1, description="unset: the host's CPU count")
+    max_pids: int = Field(1024, ge=128)
+    max_disk_mb: int | None = Field(None, ge=256, description="unset: a quarter of the memory")
+    max_output_bytes: int = Field(16 * 1024 * 1024, ge=65_536)
 
     # --- workers
     worker_concurrency: int = Field(2, ge=1, le=64)

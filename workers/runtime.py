@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import redis
 
 from proctor.models import NetworkPolicy, TaskSpec
+from service.admission import within_host
 from service.config import Settings
 from service.store import EpisodeStore
 from workers.anticheat.guard import Guard
@@ -30,6 +31,8 @@ class Runtime:
     # episodes whose container this process holds (episode id → container id): when one
     # ends elsewhere (cancelled, past a deadline) the janitor removes its container
     holding: dict[str, str] = field(default_factory=dict)
+    # episodes this process is running a job for: the janitor tells its own lost ones apart
+    busy: set[str] = field(default_factory=set)
 
     @property
     def host(self) -> str:
@@ -48,7 +51,7 @@ class Runtime:
         return "none", ()
 
     def spec_for(self, task: TaskSpec) -> SandboxSpec:
-        limits = task.limits
+        limits = within_host(task.limits, self.settings)  # the API may run on a larger host
         network, dns = self.network_for(task)
         return SandboxSpec(
             image=self.settings.images[task.image],

@@ -37,7 +37,7 @@ from uuid import uuid4
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
-from proctor.client import DEFAULT_URL, AsyncClient, Client, ProctorError
+from proctor.client import DEFAULT_URL, ApiError, AsyncClient, Client, Overloaded, ProctorError
 from proctor.integrations.codetasks import (
     CodeTaskOptions,
     GroundTruthError,
@@ -142,6 +142,11 @@ def _row(outcome: Outcome | GroundTruthError, config: _Config) -> dict[str, Any]
     if isinstance(outcome, EpisodeResult):
         message = outcome.error or outcome.reason or str(outcome.verdict)
         return _failed_row(config.infra_score, outcome.verdict, outcome.id, message, infra=True)
+    if isinstance(outcome, ApiError) and not isinstance(outcome, Overloaded):
+        # the service refused the task itself (a limit over the deployment's maximum, a
+        # field it cannot read): the data is wrong, as with bad ground truth
+        log.warning("verl reward: the service refused the task: %s", outcome)
+        return _failed_row(0.0, Verdict.failed, "", f"refused: {outcome}")
     return _failed_row(config.infra_score, Verdict.infra_error, "", str(outcome), infra=True)
 
 

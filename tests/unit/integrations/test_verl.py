@@ -161,3 +161,15 @@ async def test_the_tool_reports_bad_arguments_and_missing_tasks(fake: FakeProcto
 def test_a_tool_with_an_unknown_action_is_refused(fake: FakeProctor) -> None:
     with pytest.raises(ValueError, match="action"):
         tool("rm", fake)
+
+
+def test_a_task_the_service_refuses_is_a_wrong_sample_not_an_infra_error(
+    fake: FakeProctor,
+) -> None:
+    # a 4xx refusal (an image or a limit this deployment does not serve) is the data's fault
+    fake.refuse_images = {"nope"}
+    row = verl.compute_score(data_source="a", solution_str=completion("RIGHT"),
+                             ground_truth=STDIO, **reward_kwargs(fake), image="nope")
+    assert (row["score"], row["infra_error"]) == (0.0, 0.0)
+    assert row["error"].startswith("refused:")
+    assert "unknown image" in row["error"]
