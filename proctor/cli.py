@@ -20,6 +20,9 @@ images_app = typer.Typer(no_args_is_help=True, help="Sandbox and service images.
 app.add_typer(images_app, name="images")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Open long waits (`?wait=`) would hold a stop for minutes: past this, connections are cut
+# and clients retry (identical requests find their episode again).
+SHUTDOWN_GRACE_S = 5
 
 UrlOption = Annotated[str, typer.Option(envvar="PROCTOR_URL", help="service URL")]
 TokenOption = Annotated[str | None, typer.Option(envvar="PROCTOR_TOKEN", help="bearer token")]
@@ -38,7 +41,8 @@ def serve(
 
     settings = get_settings()
     uvicorn.run("service.main:create_app", factory=True, host=host or settings.host,
-                port=port or settings.port, workers=workers, log_level="info")
+                port=port or settings.port, workers=workers, log_level="info",
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
 
 
 @app.command()
@@ -83,7 +87,7 @@ def run_all(
     signal.signal(signal.SIGTERM, stop_workers)
     signal.signal(signal.SIGINT, stop_workers)
     uvicorn.run("service.main:create_app", factory=True, host=settings.host,
-                port=settings.port, log_level="info")
+                port=settings.port, log_level="info", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
     stop_workers()
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, in stages, against real Redis and Docker (`make test` runs this).
-#   1. unit, integration and end-to-end tests
+#   1. unit, integration and end-to-end tests; the API fuzz run (schemathesis, ~1 min)
+#      then fault injection on a stack of its own (its table in bench/results/faults.json)
 #   2. the judge tests, against a real llama.cpp server (compiled on first use, then cached)
 #   3. the compose stack end to end (`make up` of a project of its own, then `make down`)
 # Any extra arguments go to the first pytest stage.
@@ -10,7 +11,13 @@ py=.venv/bin/python
 status=0
 
 echo "== tests: unit, integration, end to end"
-"${py}" -m pytest -m "not judge and not compose" "$@" || status=$?
+"${py}" -m pytest -m "not judge and not compose and not faults and not fuzz" "$@" || status=$?
+
+echo "== tests: API fuzz (schemathesis against openapi/openapi.json and a running API)"
+"${py}" -m pytest -m fuzz || status=$?
+
+echo "== tests: fault injection (a stack of its own: workers, Redis and the API killed on purpose)"
+"${py}" -m pytest -m faults || status=$?
 
 echo "== tests: LLM judge against a local llama.cpp server (built once, then cached)"
 if bash scripts/judge.sh install; then

@@ -15,7 +15,7 @@ from service.config import Settings
 from service.errors import Unauthorized
 from service.events import EpisodeEvents
 from service.queueing import EpisodeQueue
-from service.store import EpisodeStore
+from service.store import EpisodeStore, ReplyWaiter
 
 
 @dataclass(slots=True)
@@ -26,6 +26,7 @@ class Resources:
     store: EpisodeStore
     queue: EpisodeQueue
     events: EpisodeEvents
+    replies: ReplyWaiter
 
 
 def get_resources(request: Request) -> Resources:

@@ -24,7 +24,7 @@ from service.routes import (
     sandboxfusion,
     screen,
 )
-from service.store import EpisodeStore
+from service.store import EpisodeStore, ReplyWaiter
 
 API_VERSION = "0.1.0"
 
@@ -38,6 +38,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         async_redis = aioredis.Redis.from_url(settings.redis_url, health_check_interval=30)
         store = EpisodeStore(sync_redis, result_ttl_s=settings.result_ttl_s)
         events = EpisodeEvents(async_redis)
+        replies = ReplyWaiter(settings.redis_url,
+                              longest_wait_s=interactive.longest_reply_wait_s(settings))
         app.state.resources = Resources(
             settings=settings,
             redis=sync_redis,
@@ -46,12 +48,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             queue=EpisodeQueue(sync_redis, store, max_depth=settings.max_queue_depth,
                                dedup_ttl_s=settings.dedup_ttl_s),
             events=events,
+            replies=replies,
         )
         await events.start()
         try:
             yield
         finally:
             await events.stop()
+            await replies.close()
             await async_redis.aclose()
             sync_redis.close()
 

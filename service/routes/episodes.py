@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated
 
 from anyio import to_thread
@@ -21,13 +21,15 @@ from proctor.models import (
     Observation,
     Verdict,
 )
+from service.admission import admit
 from service.deps import Authenticated, Resources, ResourcesDep
-from service.errors import BadRequest, Conflict, NotFound
+from service.errors import BadRequest, Conflict, NotFound, ServiceUnavailable, error_responses
 from service.store import EpisodeRecord
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"], dependencies=[Authenticated])
 
 INTERACTIVE_START_S = 180.0
+IMAGE_RETRY_AFTER_S = 10
 
 
 class EpisodeBatchCreate(BaseModel):
@@ -39,7 +41,8 @@ class EpisodeBatchCreated(BaseModel):
 
 
 WaitSeconds = Annotated[
-    float, Query(ge=0, le=300, description="hold the request until done, at most this long")
+    float, Query(ge=0, le=300, description="hold the request until done, at most this long "
+                 "(and at most the deployment's PROCTOR_MAX_WAIT_S: a longer wait is cut to it)")
 ]
 
 
@@ -50,11 +53,23 @@ def validate_request(resources: Resources, request: EpisodeCreate) -> None:
     if task.image not in settings.images:
         known = ", ".join(sorted(settings.images))
         raise BadRequest(f"unknown image {task.image!r}; this deployment offers: {known}")
-    if task.limits.timeout_s > settings.max_episode_s:
-        raise BadRequest(
-            f"limits.timeout_s {task.limits.timeout_s} is over this deployment's "
-            f"maximum of {settings.max_episode_s} s"
-        )
+    admit(request, settings)  # limits and time within what a worker host can give
+
+
+def check_images_runnable(resources: Resources, requests: Sequence[EpisodeCreate]) -> None:
+    """Refuse (503) a task whose image no live worker can run: it would stay queued forever.
+
+    The image is in this deployment's allowlist, so this is our failure, not the caller's:
+    a 503 with Retry-After that names the image and why each worker cannot run it.
+    """
+    settings = resources.settings
+    unrunnable = resources.store.unrunnable_images(
+        sorted({r.task.image for r in requests}), ttl_s=settings.heartbeat_ttl_s)
+    if unrunnable:
+        name, why = min(unrunnable.items())
+        raise ServiceUnavailable(
+            f"no live worker can run image {name!r} ({settings.images.get(name, name)}): "
+            f"{why[:1000]}", headers={"Retry-After": str(IMAGE_RETRY_AFTER_S)})
 
 
 def is_terminal(record: EpisodeRecord) -> bool:
@@ -94,13 +109,17 @@ async def wait_for_end(
     "",
     operation_id="create_episode",
     status_code=status.HTTP_202_ACCEPTED,
-    responses={200: {"model": EpisodeResult}, 201: {"model": EpisodeCreated},
-               202: {"model": EpisodeCreated}},
+    responses={200: {"model": EpisodeResult, "description": "the episode ended within `wait`"},
+               201: {"model": EpisodeCreated,
+                     "description": "an interactive episode is running: its first observation"},
+               202: {"model": EpisodeCreated, "description": "queued (or still starting)"},
+               **error_responses(400, 401, 404, 413, 422, 429, 503)},
 )
 async def create_episode(
     request: EpisodeCreate, resources: ResourcesDep, wait: WaitSeconds = 0
 ) -> JSONResponse:
     validate_request(resources, request)
+    await to_thread.run_sync(check_images_runnable, resources, [request])
     [episode_id] = await to_thread.run_sync(resources.queue.submit, [request])
     if request.mode is EpisodeMode.interactive:
         return await ready_interactive(resources, episode_id)
@@ -114,7 +133,8 @@ async def create_episode(
 
 async def ready_interactive(resources: Resources, episode_id: str) -> JSONResponse:
     """Answer an interactive create once its sandbox is ready, with the first observation."""
-    record = await wait_for_end(resources, episode_id, INTERACTIVE_START_S, until=is_ready)
+    wait_s = min(INTERACTIVE_START_S, resources.settings.max_wait_s)
+    record = await wait_for_end(resources, episode_id, wait_s, until=is_ready)
     if record is None:
         raise NotFound(f"episode {episode_id} vanished while starting")
     if record.status.terminal:
@@ -132,6 +152,7 @@ async def ready_interactive(resources: Resources, episode_id: str) -> JSONRespon
     operation_id="create_episodes",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=EpisodeBatchCreated,
+    responses=error_responses(400, 401, 413, 422, 429, 503),
 )
 async def create_episodes(
     batch: EpisodeBatchCreate, resources: ResourcesDep
@@ -140,16 +161,18 @@ async def create_episodes(
         raise BadRequest(f"at most {resources.settings.max_batch} episodes per batch")
     for request in batch.episodes:
         validate_request(resources, request)
+    await to_thread.run_sync(check_images_runnable, resources, batch.episodes)
     ids = await to_thread.run_sync(resources.queue.submit, batch.episodes)
     return EpisodeBatchCreated(ids=ids)
 
 
-@router.get("/{episode_id}", operation_id="get_episode", response_model=EpisodeResult)
+@router.get("/{episode_id}", operation_id="get_episode", response_model=EpisodeResult,
+            responses=error_responses(401, 404, 422, 503))
 async def get_episode(
     episode_id: str, resources: ResourcesDep, wait: WaitSeconds = 0
 ) -> EpisodeResult:
     if wait > 0:
-        record = await wait_for_end(resources, episode_id, wait)
+        record = await wait_for_end(resources, episode_id, min(wait, resources.settings.max_wait_s))
     else:
         record = await to_thread.run_sync(resources.store.get, episode_id)
     if record is None:
@@ -157,7 +180,8 @@ async def get_episode(
     return record.public()
 
 
-@router.delete("/{episode_id}", operation_id="cancel_episode", response_model=EpisodeResult)
+@router.delete("/{episode_id}", operation_id="cancel_episode", response_model=EpisodeResult,
+               responses=error_responses(401, 404, 409, 422, 503))
 def cancel_episode(episode_id: str, resources: ResourcesDep) -> EpisodeResult:
     store = resources.store
     record = store.get(episode_id)

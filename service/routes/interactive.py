@@ -7,7 +7,6 @@ serialized: a second action while one is running is a 409, as a terminal would r
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Annotated, Any
 
@@ -25,8 +24,17 @@ from proctor.models import (
     WriteFileAction,
     check_relative_path,
 )
+from service.admission import admit_action
+from service.config import Settings
 from service.deps import Authenticated, Resources, ResourcesDep
-from service.errors import ApiError, BadRequest, Conflict, NotFound, ServiceUnavailable
+from service.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    NotFound,
+    ServiceUnavailable,
+    error_responses,
+)
 from service.queueing import FINISH_EPISODE, RUN_ACTION
 from service.store import EpisodeRecord, reply_key
 
@@ -34,6 +42,13 @@ router = APIRouter(prefix="/v1/episodes", tags=["interactive"], dependencies=[Au
 
 REPLY_MARGIN_S = 60.0
 FINISH_MARGIN_S = 120.0
+FILE_ACTION_S = 30.0
+
+
+def longest_reply_wait_s(settings: Settings) -> float:
+    """The longest an action or a finish may wait for its worker's reply."""
+    longest_action_s = float(BashAction.model_json_schema()["properties"]["timeout_s"]["maximum"])
+    return max(longest_action_s + REPLY_MARGIN_S, settings.max_episode_s + FINISH_MARGIN_S)
 
 
 def running_interactive(resources: Resources, episode_id: str) -> EpisodeRecord:
@@ -60,13 +75,12 @@ def checked_action(action: Action) -> Action:
 
 
 async def await_reply(resources: Resources, key: str, timeout_s: float) -> Any:
-    popped = await resources.aredis.blpop([key], timeout=timeout_s)
-    if popped is None:
+    reply = await resources.replies.wait(key, timeout_s)
+    if reply is None:
         raise ServiceUnavailable(
             f"no worker answered within {timeout_s:.0f}s; the episode's host may be down",
             headers={"Retry-After": "5"},
         )
-    reply = json.loads(popped[1])
     if reply["status"] != 200:
         error = ApiError(reply.get("message") or "the worker refused the request")
         error.status_code = int(reply["status"])
@@ -74,13 +88,16 @@ async def await_reply(resources: Resources, key: str, timeout_s: float) -> Any:
     return reply["body"]
 
 
-@router.post("/{episode_id}/actions", operation_id="act", response_model=StepResult)
+# the worker's own refusals (404, 409, 503) and failures (500) are relayed as they are
+@router.post("/{episode_id}/actions", operation_id="act", response_model=StepResult,
+             responses=error_responses(400, 401, 404, 409, 413, 422, 500, 503))
 async def act(
     episode_id: str, action: Annotated[Action, Body()], resources: ResourcesDep
 ) -> StepResult:
     action = checked_action(action)
+    admit_action(action, resources.settings)
     record = await to_thread.run_sync(running_interactive, resources, episode_id)
-    timeout_s = action.timeout_s if isinstance(action, BashAction) else 30.0
+    timeout_s = action.timeout_s if isinstance(action, BashAction) else FILE_ACTION_S
     lock = f"proctor:acting:{episode_id}"
     if not await resources.aredis.set(lock, "1", nx=True, ex=int(timeout_s + REPLY_MARGIN_S)):
         raise Conflict(f"episode {episode_id} is still running its previous action")
@@ -97,7 +114,8 @@ async def act(
     return StepResult.model_validate(body)
 
 
-@router.post("/{episode_id}/finish", operation_id="finish_episode", response_model=EpisodeResult)
+@router.post("/{episode_id}/finish", operation_id="finish_episode", response_model=EpisodeResult,
+             responses=error_responses(401, 404, 409, 422, 500, 503))
 async def finish(episode_id: str, resources: ResourcesDep) -> EpisodeResult:
     record = await to_thread.run_sync(running_interactive, resources, episode_id)
     timeout_s = record.request.task.limits.timeout_s + FINISH_MARGIN_S

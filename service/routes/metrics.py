@@ -21,6 +21,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from service.deps import Resources, ResourcesDep
+from service.errors import error_responses
 from service.store import LATENCY_BUCKETS, LATENCY_METRICS
 
 router = APIRouter(tags=["health"])
@@ -65,7 +66,12 @@ class RedisCollector(Collector):
         yield from store.extra_metrics()
 
 
-@router.get("/metrics", operation_id="metrics", response_class=Response)
+@router.get(
+    "/metrics", operation_id="metrics", response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}},
+                     "description": "Prometheus text exposition"},
+               **error_responses(503)},
+)
 def metrics(resources: ResourcesDep) -> Response:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(RedisCollector(resources))

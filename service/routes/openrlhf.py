@@ -21,9 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from proctor.integrations import openrlhf
-from proctor.integrations.codetasks import load_catalog
+from proctor.integrations.codetasks import GroundTruthError, load_catalog
 from service.deps import ResourcesDep
-from service.errors import BadRequest
+from service.errors import error_responses
 from service.routes.sandboxfusion import AdapterAuthenticated, run_within
 
 log = logging.getLogger(__name__)
@@ -55,8 +55,11 @@ class RewardResponse(BaseModel):
     proctor: list[dict[str, Any]] = Field(description="per query: episode id, verdict, error")
 
 
+ADAPTER_ERRORS = error_responses(400, 401, 413, 422, 503)
+
 DeadlineSeconds = Annotated[
-    float, Query(gt=0, le=3600, description="answer within this long (OpenRLHF waits 180 s)")
+    float, Query(gt=0, le=3600, description="answer within this long (OpenRLHF waits 180 s); "
+                 "at most the deployment's PROCTOR_MAX_WAIT_S")
 ]
 
 
@@ -78,20 +81,25 @@ async def _reward(request: RewardRequest, resources: ResourcesDep, deadline_s: f
     try:
         built = openrlhf.build_episodes(request.query, request.prompts, request.labels,
                                         catalog=catalog)
-    except ValueError as exc:  # the lists differ in length: a malformed request
-        raise BadRequest(str(exc)) from exc
+    except ValueError as exc:  # the lists differ in length: every sample says so, as data
+        # errors (OpenRLHF wants one number per query, and the schema cannot say lengths)
+        built = [GroundTruthError(f"{exc}: prompts and labels must be as long as query")
+                 ] * len(request.query)
+    deadline_s = min(deadline_s, resources.settings.max_wait_s)
     samples = await run_within(resources, list(built), deadline_s)
     return openrlhf.reward_body(samples)
 
 
-@router.post("/openrlhf/reward", operation_id="openrlhf_reward", response_model=RewardResponse)
+@router.post("/openrlhf/reward", operation_id="openrlhf_reward", response_model=RewardResponse,
+             responses=ADAPTER_ERRORS)
 async def reward(
     request: RewardRequest, resources: ResourcesDep, deadline_s: DeadlineSeconds = 170.0
 ) -> Any:
     return await _reward(request, resources, deadline_s)
 
 
-@router.post("/get_reward", operation_id="openrlhf_get_reward", response_model=RewardResponse)
+@router.post("/get_reward", operation_id="openrlhf_get_reward", response_model=RewardResponse,
+             responses=ADAPTER_ERRORS)
 async def get_reward(
     request: RewardRequest, resources: ResourcesDep, deadline_s: DeadlineSeconds = 170.0
 ) -> Any:

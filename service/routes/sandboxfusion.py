@@ -34,6 +34,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from redis.exceptions import RedisError
 
+from proctor.integrations.codetasks import GroundTruthError
 from proctor.models import (
     EpisodeCreate,
     EpisodeResult,
@@ -45,9 +46,10 @@ from proctor.models import (
     TestSpec,
     Verdict,
 )
+from service.admission import HostMaxima
 from service.deps import Resources, ResourcesDep, require_token
-from service.errors import ApiError
-from service.routes.episodes import validate_request, wait_for_end
+from service.errors import ApiError, error_responses
+from service.routes.episodes import check_images_runnable, validate_request, wait_for_end
 
 log = logging.getLogger(__name__)
 
@@ -120,15 +122,17 @@ async def run_within(
         episode = _clamped(item, limit_s)
         try:
             validate_request(resources, episode)
-        except ApiError as exc:
-            slots.append(exc)
+        except ApiError as exc:  # the task asks what this deployment lacks: the data's fault
+            slots.append(GroundTruthError(exc.message))
             continue
         valid.append(episode)
         slots.append(None)
     ended: list[EpisodeResult | Exception] = []
     try:
+        if valid:
+            await to_thread.run_sync(check_images_runnable, resources, valid)
         ids = await to_thread.run_sync(resources.queue.submit, valid) if valid else []
-    except (ApiError, RedisError) as exc:  # backpressure or Redis down: say so in the body
+    except (ApiError, RedisError) as exc:  # no worker, backpressure, Redis: say so in the body
         log.warning("adapter: could not enqueue %d episodes: %s", len(valid), exc)
         ids, ended = [], [exc] * len(valid)
     remaining = max(deadline - loop.time(), 0.1)
@@ -216,7 +220,7 @@ class UnsupportedRequest(ValueError):
     """A request this deployment cannot run (a language, a binary file): a SandboxError."""
 
 
-def run_code_episode(request: RunCodeRequest) -> EpisodeCreate:
+def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) -> EpisodeCreate:
     runner = RUNNERS.get(request.language)
     if runner is None:
         raise UnsupportedRequest(
@@ -238,13 +242,18 @@ def run_code_episode(request: RunCodeRequest) -> EpisodeCreate:
         tests[STDIN_FILE] = request.stdin
         command += f" < {STDIN_FILE}"
     memory = request.memory_limit_MB if request.memory_limit_MB > 0 else DEFAULT_MEMORY_MB
+    output_bytes = OUTPUT_BYTES
+    if maxima is not None:  # what we choose, not what the caller asked, fits the deployment
+        output_bytes = min(output_bytes, maxima.output_bytes)
+        if request.memory_limit_MB <= 0:
+            memory = min(memory, maxima.memory_mb)
     return EpisodeCreate(
         task=TaskSpec(
             image="python",
             files=files,
             tests=TestSpec(files=tests, command=command, format=TestFormat.exit_code),
             limits=Limits(timeout_s=request.run_timeout, memory_mb=min(max(memory, 32), 16_384),
-                          output_bytes=OUTPUT_BYTES),
+                          output_bytes=output_bytes),
         ),
         solution=Solution(files={code_file: request.code}),
         metadata={"trainer": "sandboxfusion", "language": request.language},
@@ -278,10 +287,12 @@ router = APIRouter(tags=["sandboxfusion"])
 
 
 @router.post("/run_code", operation_id="sandboxfusion_run_code", response_model=RunCodeResponse,
-             dependencies=[AdapterAuthenticated])
+             dependencies=[AdapterAuthenticated],
+             responses=error_responses(400, 401, 413, 422, 503))
 async def run_code(request: RunCodeRequest, resources: ResourcesDep) -> RunCodeResponse:
     try:
-        episode: EpisodeCreate | Exception = run_code_episode(request)
+        episode: EpisodeCreate | Exception = run_code_episode(
+            request, HostMaxima.of(resources.settings))
     except (UnsupportedRequest, ValueError) as exc:  # ValueError: pydantic refused a path
         return RunCodeResponse(status=RunStatus.SandboxError, message=str(exc))
     deadline = request.compile_timeout + request.run_timeout + CLIENT_SLACK_S - ANSWER_MARGIN_S

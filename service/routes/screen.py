@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from proctor.models import ScreenRequest, ScreenResponse
 from service.deps import Authenticated
+from service.errors import error_responses
 from workers.anticheat.rules import RULES
 from workers.anticheat.screen import screen
 
@@ -25,13 +26,15 @@ def _screen_all(request: ScreenRequest) -> ScreenResponse:
     return ScreenResponse(verdicts=[screen(item.action, item.task) for item in request.items])
 
 
-@router.post("/screen", operation_id="screen", response_model=ScreenResponse)
+@router.post("/screen", operation_id="screen", response_model=ScreenResponse,
+             responses=error_responses(400, 401, 413, 422))
 async def screen_actions(request: ScreenRequest) -> ScreenResponse:
     """Verdicts in the order of the items; nothing is executed."""
     return await to_thread.run_sync(_screen_all, request)
 
 
-@router.get("/rules", operation_id="list_rules", response_model=list[RulePublic])
+@router.get("/rules", operation_id="list_rules", response_model=list[RulePublic],
+            responses=error_responses(401))
 def list_rules() -> list[RulePublic]:
     return [RulePublic(id=r.id, category=str(r.category), decision=str(r.decision),
                        description=r.description) for r in RULES]

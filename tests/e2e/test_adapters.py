@@ -121,7 +121,7 @@ def test_an_episode_past_the_deadline_is_ended_for_good(
 ) -> None:
     store = EpisodeStore(redis_client)
     resources = Resources(settings=None, redis=redis_client, aredis=None, store=store,  # type: ignore[arg-type]
-                          queue=None, events=None)  # type: ignore[arg-type]
+                          queue=None, events=None, replies=None)  # type: ignore[arg-type]
     episode_id = new_episode_id()
     pipe = redis_client.pipeline()
     store.add(pipe, episode_id, EpisodeCreate.model_validate(episode("print(1)")))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -182,3 +183,79 @@ def test_no_auth_in_the_local_default(http: httpx.Client) -> None:
 
 
 
+
+
+def test_a_body_that_is_not_utf8_is_a_400_in_the_error_envelope(http: httpx.Client) -> None:
+    response = http.post("/v1/episodes", content=b'{"task": "\xff\xfe"}',
+                         headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert set(response.json()) == {"error"} and response.json()["error"]["type"] == "BadRequest"
+
+
+@pytest.fixture(scope="module")
+def api_without_workers() -> Iterator[tuple[str, str]]:
+    """An API process on a database of its own, no workers, waits cut to 1 s."""
+    with claimed_database() as redis_url:
+        port = free_port()
+        env = service_env(redis_url, port, PROCTOR_MAX_WAIT_S="1", PROCTOR_DEDUP_TTL_S="0")
+        process = subprocess.Popen([sys.executable, "-m", "proctor.cli", "serve"], env=env,
+                                   cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_ready(url, process, 30, path="/healthz")
+            yield url, redis_url
+        finally:
+            stop(process)
+
+
+def test_max_wait_caps_get_as_it_caps_post(api_without_workers: tuple[str, str]) -> None:
+    url, _ = api_without_workers
+    episode_id = httpx.post(f"{url}/v1/episodes", json=episode(ADD)).json()["id"]
+    started = time.monotonic()
+    response = httpx.get(f"{url}/v1/episodes/{episode_id}", params={"wait": 20}, timeout=30)
+    assert time.monotonic() - started < 5
+    assert response.status_code == 200 and response.json()["status"] == "queued"
+
+
+def test_an_image_no_live_worker_can_run_is_refused_and_turns_readyz_red(
+    api_without_workers: tuple[str, str],
+) -> None:
+    """Played with the store calls a worker makes (heartbeat, image report) on real Redis."""
+    from service.store import EpisodeStore
+
+    url, redis_url = api_without_workers
+    client = redis.Redis.from_url(redis_url)
+    store = EpisodeStore(client)
+    try:
+        # no live worker at all: accepted, as workers may be starting (/readyz says so)
+        assert httpx.post(f"{url}/v1/episodes", json=episode(ADD)).status_code == 202
+        store.heartbeat("host.1.2.abcd", host="host")
+        store.publish_images("host.1.2.abcd", {"python": "inspect image: image not found"})
+        refused = httpx.post(f"{url}/v1/episodes", json=episode(ADD))
+        assert refused.status_code == 503, refused.text
+        assert "'python'" in refused.json()["error"]["message"]
+        assert "image not found" in refused.json()["error"]["message"]
+        assert int(refused.headers["Retry-After"]) > 0
+        batch = httpx.post(f"{url}/v1/episodes/batch", json={"episodes": [episode(ADD)]})
+        assert batch.status_code == 503
+        ready = httpx.get(f"{url}/readyz")
+        assert ready.status_code == 503 and "'python'" in ready.json()["checks"]["reason"]
+        # the image is back
+        store.heartbeat("host.1.2.abcd", host="host")
+        store.publish_images("host.1.2.abcd", {"python": None})
+        assert httpx.get(f"{url}/readyz").status_code == 200
+        assert httpx.post(f"{url}/v1/episodes", json=episode(ADD)).status_code == 202
+    finally:
+        store.forget_worker("host.1.2.abcd")
+        client.close()
+
+
+def test_openrlhf_lists_of_different_lengths_answer_each_query(http: httpx.Client) -> None:
+    """The schema cannot say "as long as `query`": each sample says it, one number each."""
+    response = http.post("/openrlhf/reward", params={"deadline_s": 5},
+                         json={"query": ["a", "b"], "prompts": ["a"], "labels": None})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["rewards"] == [0.0, 0.0]
+    assert all("as long as query" in d["error"] for d in body["proctor"]), body["proctor"]

@@ -257,3 +257,22 @@ def test_a_second_action_while_one_runs_is_refused(
     assert slow["response"].status_code == 200
     assert bash(http, episode, "echo free")["output"] == "free\n"
     finish(http, episode)
+
+
+def test_long_actions_and_a_long_test_suite_answer_normally(
+    http: httpx.Client, repo: dict[str, str]
+) -> None:
+    # redis-py's 5 s socket timeout once ended every reply wait longer than that as a 503
+    slow_test = "import time\n\n\ndef test_slow():\n    time.sleep(30)\n"
+    body = task(repo, files={"tests/test_slow.py": slow_test},
+                command="python3 -I -m pytest -q tests/test_slow.py")
+    body["task"]["limits"] = {"timeout_s": 60}
+    episode, _ = start(http, body)
+    started = time.monotonic()
+    slept = bash(http, episode, "sleep 30; echo woke", timeout_s=40)
+    assert time.monotonic() - started >= 30
+    assert (slept["output"], slept["exit_code"], slept["timed_out"]) == ("woke\n", 0, False)
+    started = time.monotonic()
+    result = finish(http, episode)
+    assert time.monotonic() - started >= 30
+    assert (result["status"], result["verdict"], result["reward"]) == ("completed", "passed", 1.0)

@@ -116,7 +116,7 @@ def test_infrastructure_failures_are_sandbox_errors() -> None:
 def resources_with_tokens(*tokens: str) -> Resources:
     settings = Settings(api_tokens=list(tokens))
     return Resources(settings=settings, redis=None, aredis=None, store=None,  # type: ignore[arg-type]
-                     queue=None, events=None)  # type: ignore[arg-type]
+                     queue=None, events=None, replies=None)  # type: ignore[arg-type]
 
 
 def test_adapters_take_the_token_from_the_url_when_no_header_is_sent() -> None:
