@@ -7,6 +7,11 @@ lives in its Redis record.
 Trainers retry, and send no idempotency key: a one-shot request whose content is identical
 to one in flight or recently completed gets that episode's id instead of a second sandbox.
 A retry after an infrastructure failure (status `failed`) or a cancel runs again.
+
+Dedup, the queue bound and the records are one atomic step in Redis (`EpisodeStore.create`),
+so concurrent identical requests share one episode and concurrent clients cannot overshoot
+the bound; the RQ jobs are enqueued right after (an API that dies in between leaves queued
+episodes without a job, which the workers' janitor ends).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from rq.serializers import JSONSerializer
 
 from proctor.models import EpisodeCreate, EpisodeMode
 from service.errors import Overloaded
-from service.store import PREFIX, EpisodeStore, new_episode_id
+from service.store import PREFIX, EpisodeStore
 
 QUEUE_NAME = "proctor"
 RUN_EPISODE = "workers.jobs.run_episode"
@@ -32,17 +37,6 @@ JOB_RESULT_TTL_S = 60
 # Beyond the test timeout, an episode needs time to start a sandbox, write files, clean up.
 JOB_OVERHEAD_S = 120
 RETRY_AFTER_S = 5
-
-# KEYS: dedup key; ARGV: new id, ttl, episode key prefix → the id to use (new or existing)
-_CLAIM = """
-local existing = redis.call('GET', KEYS[1])
-if existing then
-  local status = redis.call('HGET', ARGV[3] .. existing, 'status')
-  if status and status ~= 'failed' and status ~= 'cancelled' then return existing end
-end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
-return ARGV[1]
-"""
 
 
 def content_key(request: EpisodeCreate) -> str:
@@ -77,39 +71,31 @@ class EpisodeQueue:
         self.max_depth = max_depth
         self.dedup_ttl_s = dedup_ttl_s
         self.queue = Queue(QUEUE_NAME, connection=client, serializer=JSONSerializer)
-        self._claim = client.register_script(_CLAIM)
-
-    def check_capacity(self, adding: int) -> None:
-        """Backpressure: refuse (429) rather than queue work nobody will wait for."""
-        depth = self.depth()
-        if depth + adding > self.max_depth:
-            raise Overloaded(
-                f"the queue holds {depth} episodes (bound {self.max_depth}); retry later",
-                headers={"Retry-After": str(RETRY_AFTER_S)},
-            )
 
     def submit(self, requests: Sequence[EpisodeCreate]) -> list[str]:
-        """Store and enqueue episodes (one pipeline for a whole batch); ids in order.
+        """Store and enqueue episodes (a whole batch at once, or none of it); ids in order.
 
-        Identical one-shot requests share one episode (see the module docstring).
+        Identical one-shot requests share one episode (see the module docstring). Beyond
+        the bound the whole batch is refused (429) rather than queue work nobody will wait
+        for.
         """
-        fresh = [new_episode_id() for _ in requests]
-        ids = list(fresh)
-        if self.dedup_ttl_s > 0:
-            pipe = self.redis.pipeline(transaction=False)
-            shareable = [i for i, r in enumerate(requests) if r.mode is EpisodeMode.oneshot]
-            for i in shareable:
-                self._claim(keys=[content_key(requests[i])],
-                            args=[fresh[i], self.dedup_ttl_s, f"{PREFIX}episode:"], client=pipe)
-            for i, claimed in zip(shareable, pipe.execute(), strict=True):
-                ids[i] = claimed.decode() if isinstance(claimed, bytes) else str(claimed)
-        new = [(i, r) for i, r in enumerate(requests) if ids[i] == fresh[i]]
+        dedup_keys = [
+            content_key(r) if self.dedup_ttl_s > 0 and r.mode is EpisodeMode.oneshot else None
+            for r in requests
+        ]
+        admission = self.store.create(requests, dedup_keys=dedup_keys,
+                                      max_queued=self.max_depth, dedup_ttl_s=self.dedup_ttl_s)
+        if admission.refused:
+            raise Overloaded(
+                f"the queue holds {admission.depth} episodes (bound {self.max_depth}); "
+                "retry later",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
+        ids = admission.ids
+        new = [(i, r) for i, r in enumerate(requests) if admission.new[i]]
         if not new:
             return ids
-        self.check_capacity(len(new))
         pipe = self.redis.pipeline()
-        for i, request in new:
-            self.store.add(pipe, ids[i], request)
         jobs = [
             Queue.prepare_data(
                 RUN_EPISODE,
@@ -133,4 +119,5 @@ class EpisodeQueue:
                            result_ttl=JOB_RESULT_TTL_S, failure_ttl=JOB_RESULT_TTL_S * 60)
 
     def depth(self) -> int:
-        return int(self.queue.count)
+        """Episodes waiting for a worker (the bound counts these)."""
+        return self.store.queued_count()

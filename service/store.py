@@ -9,10 +9,14 @@ see `False` and discard their outcome. The same script counts verdicts and laten
 Keys (all under `proctor:`):
     episode:{id}        hash: request, status, result, created, queued_at, worker, host, container
     active              zset of non-terminal episode ids, scored by creation time
+    queued              zset of the episode ids not yet started, scored by creation time:
+                        the queue bound counts these (written with the record, atomically)
     events              pub/sub channel: an episode id each time one reaches a terminal state
     stats:verdict       hash: verdict → count
     stats:latency:{m}   hash: histogram buckets (le=…), sum, count, for m in total/queued/run
     workers             zset: worker name → last heartbeat (unix time)
+    worker-images       hash: worker name → JSON {image name: null (runnable) or why not}
+    reply:{token}       list: a worker's answer to one request the API blocks on
 """
 
 from __future__ import annotations
@@ -20,22 +24,27 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import redis
+import redis.asyncio as aioredis
 
 from proctor.models import EpisodeCreate, EpisodeMode, EpisodeResult, EpisodeStatus, Step
 
 PREFIX = "proctor:"
 EVENTS_CHANNEL = PREFIX + "events"
 ACTIVE = PREFIX + "active"
+QUEUED = PREFIX + "queued"
 WORKERS = PREFIX + "workers"
 WORKER_PROBLEMS = PREFIX + "worker-problems"
+WORKER_IMAGES = PREFIX + "worker-images"
 COUNTERS = PREFIX + "stats:counters"
 REPLY_TTL_S = 300
+# a blocking read's socket outlives the wait it asked Redis for by this much
+BLOCKING_SOCKET_MARGIN_S = 15.0
 VERDICT_STATS = PREFIX + "stats:verdict"
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 LATENCY_METRICS = ("total", "queued", "run", "sandbox_start")
@@ -63,7 +72,8 @@ def new_episode_id() -> str:
     return "ep_" + uuid.uuid4().hex
 
 
-# KEYS: episode, active, verdict stats, latency keys (total, queued, run, sandbox_start)
+# KEYS: episode, active, verdict stats, latency keys (total, queued, run, sandbox_start),
+# events, queued
 # ARGV: id, status, result json, verdict, ttl, then per latency metric: value or "" (4 values)
 _FINISH = """
 local cur = redis.call('HGET', KEYS[1], 'status')
@@ -72,6 +82,7 @@ if cur == 'completed' or cur == 'failed' or cur == 'cancelled' then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'finished', ARGV[10])
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[9], ARGV[1])
 redis.call('HINCRBY', KEYS[3], ARGV[4], 1)
 local buckets = cjson.decode(ARGV[11])
 for i = 1, 4 do
@@ -91,18 +102,88 @@ return 1
 """
 
 # Move a live episode forward (queued → starting → running → evaluating) unless it ended.
+# KEYS: episode, events, queued
 _ADVANCE = """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
 if cur == 'completed' or cur == 'failed' or cur == 'cancelled' then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1])
 for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-redis.call('PUBLISH', KEYS[2], string.sub(KEYS[1], 17))
+local id = string.sub(KEYS[1], 17)
+if ARGV[1] ~= 'queued' then redis.call('ZREM', KEYS[3], id) end
+redis.call('PUBLISH', KEYS[2], id)
 return 1
+"""
+
+# Dedup, the queue bound and the records of a whole batch in one step, so that concurrent
+# submissions can neither run identical requests twice nor overshoot the bound.
+# KEYS: active, queued. ARGV: bound, dedup ttl, episode key prefix, then 6 per request:
+# fresh id, dedup key ('' when not shareable), created, record ttl, request json, mode.
+# → {0, depth} when the bound refuses the batch (nothing written), else
+#   {1, depth, id1, new1, id2, new2, …}: each request's episode, and whether it is new.
+_CREATE = """
+local prefix = ARGV[3]
+local n = (#ARGV - 3) / 6
+local ids, new, seen = {}, {}, {}
+local fresh = 0
+for i = 1, n do
+  local base = 3 + (i - 1) * 6
+  local dedup = ARGV[base + 2]
+  local shared = nil
+  if dedup ~= '' then
+    shared = seen[dedup]
+    if not shared then
+      local existing = redis.call('GET', dedup)
+      if existing then
+        local status = redis.call('HGET', prefix .. existing, 'status')
+        if status and status ~= 'failed' and status ~= 'cancelled' then shared = existing end
+      end
+    end
+  end
+  if shared then
+    ids[i], new[i] = shared, 0
+  else
+    ids[i], new[i] = ARGV[base + 1], 1
+    fresh = fresh + 1
+    if dedup ~= '' then seen[dedup] = ids[i] end
+  end
+end
+local depth = redis.call('ZCARD', KEYS[2])
+if fresh > 0 and depth + fresh > tonumber(ARGV[1]) then return {0, depth} end
+for i = 1, n do
+  if new[i] == 1 then
+    local base = 3 + (i - 1) * 6
+    local key = prefix .. ids[i]
+    redis.call('HSET', key, 'request', ARGV[base + 5], 'status', 'queued',
+               'created', ARGV[base + 3], 'mode', ARGV[base + 6])
+    redis.call('EXPIRE', key, tonumber(ARGV[base + 4]))
+    redis.call('ZADD', KEYS[1], ARGV[base + 3], ids[i])
+    redis.call('ZADD', KEYS[2], ARGV[base + 3], ids[i])
+    if ARGV[base + 2] ~= '' then
+      redis.call('SET', ARGV[base + 2], ids[i], 'EX', tonumber(ARGV[2]))
+    end
+  end
+end
+local out = {1, depth + fresh}
+for i = 1, n do
+  out[#out + 1] = ids[i]
+  out[#out + 1] = new[i]
+end
+return out
 """
 
 
 SUMMARY_FIELDS = ("status", "worker", "mode", "created", "last_action")
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What creating a batch did: each request's episode (new, or an identical one's)."""
+
+    ids: list[str]
+    new: list[bool]
+    depth: int  # episodes queued after the call; at refusal, before it
+    refused: bool  # the queue bound was reached: nothing was written
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +226,7 @@ class EpisodeStore:
         self.result_ttl_s = result_ttl_s
         self._finish = client.register_script(_FINISH)
         self._advance = client.register_script(_ADVANCE)
+        self._create = client.register_script(_CREATE)
 
     # ------------------------------------------------------------------ writing
 
@@ -157,20 +239,52 @@ class EpisodeStore:
             "mode": request.mode.value,
         }
 
+    def record_ttl_s(self, request: EpisodeCreate) -> int:
+        """A live episode must outlive its longest possible run; `finish` shortens it."""
+        return self.result_ttl_s + 2 * 3600 + int(request.task.limits.timeout_s)
+
     def add(self, pipe: Any, episode_id: str, request: EpisodeCreate) -> None:
-        """Queue the record's creation on a pipeline (the caller enqueues the job beside it)."""
+        """Queue the record's creation on a pipeline, with neither dedup nor a bound."""
         key = episode_key(episode_id)
         fields = self.create_fields(request)
         pipe.hset(key, mapping=fields)
-        # a live episode must outlive its longest possible run; the finish script shortens it
-        pipe.expire(key, self.result_ttl_s + 2 * 3600 + int(request.task.limits.timeout_s))
+        pipe.expire(key, self.record_ttl_s(request))
         pipe.zadd(ACTIVE, {episode_id: float(fields["created"])})
+        pipe.zadd(QUEUED, {episode_id: float(fields["created"])})
+
+    def create(
+        self,
+        requests: Sequence[EpisodeCreate],
+        *,
+        dedup_keys: Sequence[str | None],
+        max_queued: int,
+        dedup_ttl_s: int,
+    ) -> Admission:
+        """Create the records of a batch in one atomic step (see `_CREATE`).
+
+        A request with a dedup key shares the episode of an identical one (in the batch or
+        already stored) unless that one failed or was cancelled. The caller enqueues the new
+        ones afterwards; should it die in between, the janitor ends them (no job).
+        """
+        args: list[Any] = [max_queued, max(dedup_ttl_s, 1), f"{PREFIX}episode:"]
+        for request, dedup in zip(requests, dedup_keys, strict=True):
+            fields = self.create_fields(request)
+            args += [new_episode_id(), dedup or "", fields["created"],
+                     self.record_ttl_s(request), fields["request"], fields["mode"]]
+        reply = self._create(keys=[ACTIVE, QUEUED], args=args)
+        if int(reply[0]) == 0:
+            return Admission(ids=[], new=[], depth=int(reply[1]), refused=True)
+        pairs = reply[2:]
+        return Admission(ids=[_text(x) for x in pairs[0::2]],
+                         new=[int(x) == 1 for x in pairs[1::2]],
+                         depth=int(reply[1]), refused=False)
 
     def advance(self, episode_id: str, status: EpisodeStatus, **fields: str) -> bool:
         args: list[str] = [status.value]
         for name, value in fields.items():
             args += [name, value]
-        return int(self._advance(keys=[episode_key(episode_id), EVENTS_CHANNEL], args=args)) == 1
+        keys = [episode_key(episode_id), EVENTS_CHANNEL, QUEUED]
+        return int(self._advance(keys=keys, args=args)) == 1
 
     def finish(self, result: EpisodeResult) -> bool:
         """Write the terminal result; False when the episode had already ended (or is gone)."""
@@ -181,7 +295,7 @@ class EpisodeStore:
         finished = result.finished_at or datetime.now(UTC)
         result = result.model_copy(update={"finished_at": finished})
         keys = [episode_key(result.id), ACTIVE, VERDICT_STATS]
-        keys += [latency_key(m) for m in LATENCY_METRICS] + [EVENTS_CHANNEL]
+        keys += [latency_key(m) for m in LATENCY_METRICS] + [EVENTS_CHANNEL, QUEUED]
         args: list[Any] = [result.id, result.status.value, result.model_dump_json(), verdict]
         args += [self.result_ttl_s]
         args += ["" if v is None else repr(float(v)) for v in values]
@@ -255,6 +369,23 @@ class EpisodeStore:
     def active_ids(self) -> list[str]:
         return [_text(x) for x in self.redis.zrange(ACTIVE, 0, -1)]
 
+    def queued_count(self) -> int:
+        """Episodes not started yet: what the queue bound counts."""
+        return int(self.redis.zcard(QUEUED))
+
+    def queued_ids(self, *, older_than_s: float) -> list[str]:
+        """Episodes created over `older_than_s` ago and not started yet."""
+        until = time.time() - older_than_s
+        return [_text(x) for x in self.redis.zrangebyscore(QUEUED, "-inf", until)]
+
+    def drop_ids(self, episode_ids: Sequence[str]) -> None:
+        """Take ids whose record is gone (expired) out of the live sets."""
+        if episode_ids:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.zrem(ACTIVE, *episode_ids)
+            pipe.zrem(QUEUED, *episode_ids)
+            pipe.execute()
+
     # ------------------------------------------------------------------ workers
 
     def heartbeat(self, worker: str, *, host: str) -> None:
@@ -268,6 +399,7 @@ class EpisodeStore:
         pipe.zrem(WORKERS, worker)
         pipe.hdel(PREFIX + "worker-hosts", worker)
         pipe.hdel(WORKER_PROBLEMS, worker)
+        pipe.hdel(WORKER_IMAGES, worker)
         pipe.execute()
 
     def forget_workers_older_than(self, age_s: float) -> None:
@@ -296,6 +428,54 @@ class EpisodeStore:
 
     def dead_workers(self, ttl_s: float) -> list[str]:
         return [_text(x) for x in self.redis.zrangebyscore(WORKERS, "-inf", time.time() - ttl_s)]
+
+    # ------------------------------------------------------------------ image registry
+
+    def publish_images(self, worker: str, images: Mapping[str, str | None]) -> None:
+        """What a worker can run now: image name → None when it can, else why not.
+
+        Workers call this as they re-check their images (an image can vanish after start).
+        A claim counts only while its worker's heartbeat is fresh, so it dies with it.
+        """
+        report = json.dumps({"at": time.time(), "images": dict(images)})
+        self.redis.hset(WORKER_IMAGES, worker, report)
+
+    def unrunnable_images(self, names: Iterable[str], *, ttl_s: float) -> dict[str, str]:
+        """The image names no live worker can run, each with every worker's reason.
+
+        A live worker runs an image when it reports no problem and its image report (if
+        it sent one within `ttl_s`) lists the image as runnable; a healthy worker without a
+        fresh report checked all its images when it started. No live worker at all says
+        nothing about images (they may be starting): that is `/readyz`'s to report.
+        """
+        wanted = list(dict.fromkeys(names))
+        workers = self.live_workers(ttl_s)
+        if not wanted or not workers:
+            return {}
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hmget(WORKER_PROBLEMS, workers)
+        pipe.hmget(WORKER_IMAGES, workers)
+        problem_values, report_values = pipe.execute()
+        reasons: dict[str, list[str]] = {name: [] for name in wanted}
+        runnable: set[str] = set()
+        now = time.time()
+        for worker, problem, raw in zip(workers, problem_values, report_values, strict=True):
+            if problem:
+                for name in wanted:
+                    reasons[name].append(f"{worker}: {_text(problem)}")
+                continue
+            report = json.loads(_text(raw)) if raw else None
+            if report is None or now - float(report["at"]) > ttl_s:
+                runnable.update(wanted)  # checked at start; no newer word
+                break
+            for name in wanted:
+                if name not in report["images"]:
+                    reasons[name].append(f"{worker}: not configured on this worker")
+                elif report["images"][name] is None:
+                    runnable.add(name)
+                else:
+                    reasons[name].append(f"{worker}: {report['images'][name]}")
+        return {name: "; ".join(why) for name, why in reasons.items() if name not in runnable}
 
     def stats(self) -> tuple[dict[str, int], dict[str, dict[str, float]]]:
         pipe = self.redis.pipeline(transaction=False)
@@ -330,6 +510,35 @@ class EpisodeStore:
                 family = families[name] = CounterMetricFamily(name, name, labels=keys)
             family.add_metric([v for _, v in labels], float(value))
         return list(families.values())
+
+
+class ReplyWaiter:
+    """Blocks on reply keys (see `reply_key`) over a client of its own.
+
+    Its socket timeout outlasts the longest wait it serves: with redis-py's default of 5 s,
+    every wait longer than that ended as a Redis error (a 503) while the worker went on
+    running the action. A dead Redis still ends a wait at once (the connection closes).
+    """
+
+    def __init__(self, url: str, *, longest_wait_s: float) -> None:
+        self.longest_wait_s = longest_wait_s
+        self.redis = aioredis.Redis.from_url(
+            url, socket_timeout=longest_wait_s + BLOCKING_SOCKET_MARGIN_S,
+            health_check_interval=30)
+
+    async def wait(self, key: str, timeout_s: float) -> dict[str, Any] | None:
+        """The reply pushed to `key` (see `EpisodeStore.reply`), or None after `timeout_s`."""
+        if timeout_s > self.longest_wait_s:
+            raise ValueError(f"a wait of {timeout_s} s is longer than this waiter's "
+                             f"{self.longest_wait_s} s")
+        popped = await self.redis.blpop([key], timeout=timeout_s)
+        if popped is None:
+            return None
+        reply: dict[str, Any] = json.loads(popped[1])
+        return reply
+
+    async def close(self) -> None:
+        await self.redis.aclose()
 
 
 def _text(value: Any) -> str:

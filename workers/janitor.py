@@ -5,6 +5,14 @@ running it dies: an episode whose worker has stopped sending heartbeats is ended
 `failed`/`infra_error` with no reward. It is not retried: the solution may be what killed
 the worker (a poison pill), and trainers retry on their own terms; a null reward tells
 them to drop the sample. Containers whose worker is gone are removed by label.
+
+An episode still `queued` can be abandoned too, and is ended the same way once it is older
+than a heartbeat TTL: its RQ job was taken by a worker that is gone (the job names it, or —
+taken and never marked — it is older than the head of the FIFO queue), it has no job (the
+API died between creating the record and enqueueing), or its job ended without starting it.
+
+Silence is judged only while Redis answers: after an outage everyone's heartbeats are old,
+so a janitor judges no other worker until its own have gone through for a whole TTL.
 """
 
 from __future__ import annotations
@@ -14,32 +22,59 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 
 from redis.exceptions import RedisError
+from rq import Queue
+from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 
 from proctor.models import EpisodeResult, EpisodeStatus, Verdict
-from service.store import EpisodeStore
+from service.queueing import QUEUE_NAME
+from service.store import EpisodeRecord, EpisodeStore
 from workers.sandbox.docker import WORKER_LABEL, Engine, SandboxError
 from workers.sandbox.pool import WarmPool
 
 log = logging.getLogger(__name__)
 
 FORGET_AFTER_S = 24 * 3600  # a worker silent this long is dropped from the registry
+# heartbeats further apart than this many intervals mean our own link to Redis was down
+OUTAGE_BEATS = 3
+ENDED_JOB = {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED}
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat after the command name: [state, ppid, …]; [] when there is none."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
 
 
 def process_start_ticks(pid: int) -> str:
     """When a process started (clock ticks since boot): with its PID, who it is."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return "0"
+    fields = _stat(pid)
+    return fields[19] if len(fields) > 19 else "0"
 
 
-def worker_name(host_id: str) -> str:
-    """`host.pid.start.random`: a restarted container may reuse the PID, never the start."""
-    pid = os.getpid()
-    return f"{host_id}.{pid}.{process_start_ticks(pid)}.{uuid.uuid4().hex[:4]}"
+def process_alive(pid: int, start_ticks: str) -> bool:
+    """The process that started at `start_ticks` runs: exists, and is not a zombie (a
+    dead child its parent has not reaped keeps its PID and start time)."""
+    fields = _stat(pid)
+    return len(fields) > 19 and fields[19] == start_ticks and fields[0] not in ("Z", "X")
+
+
+def worker_name(host_id: str, *, pid: int | None = None, suffix: str | None = None) -> str:
+    """`host.pid.start.suffix`: a restarted container may reuse the PID, never the start.
+
+    A supervisor names its child (`pid`, and the `suffix` it gave the child) to forget
+    it the moment it dies.
+    """
+    pid = os.getpid() if pid is None else pid
+    suffix = suffix or uuid.uuid4().hex[:4]
+    return f"{host_id}.{pid}.{process_start_ticks(pid)}.{suffix}"
 
 
 class Janitor:
@@ -55,6 +90,8 @@ class Janitor:
         engine: Engine | None = None,
         pool: WarmPool | None = None,
         holding: dict[str, str] | None = None,
+        busy: set[str] | None = None,
+        images: Mapping[str, str] | None = None,
         idle_s: float = 300.0,
         max_episode_s: float = 3600.0,
     ) -> None:
@@ -68,6 +105,15 @@ class Janitor:
         self.pool = pool
         # episodes whose container this process holds: episode id → container id
         self.holding = holding if holding is not None else {}
+        # episodes this process is running a job for right now
+        self.busy = busy if busy is not None else set()
+        # the images this worker serves (name → reference), re-checked every sweep: an image
+        # removed after start must turn submissions for it away, not queue them forever
+        self.images = dict(images or {})
+        # our episodes that we neither hold nor run (their end was lost): id → first seen
+        self._lost: dict[str, float] = {}
+        # since when our heartbeats have gone through without a gap (see the docstring)
+        self._answering_since = self._last_beat = time.time()
         self.idle_s = idle_s
         self.max_episode_s = max_episode_s
         self._stop = threading.Event()
@@ -80,6 +126,7 @@ class Janitor:
 
     def start(self) -> None:
         self.store.heartbeat(self.worker, host=self.host)
+        self._answering_since = self._last_beat = time.time()
         for thread in self._threads:
             thread.start()
 
@@ -94,6 +141,21 @@ class Janitor:
                 self.store.heartbeat(self.worker, host=self.host)
             except RedisError as exc:
                 log.warning("heartbeat: Redis error: %s", exc)
+                continue
+            self.beat_went_through(time.time())
+
+    def beat_went_through(self, now: float) -> None:
+        if now - self._last_beat > OUTAGE_BEATS * self.heartbeat_s:
+            log.warning("heartbeat: Redis was out of reach for %.0f s; judging no other "
+                        "worker for %.0f s", now - self._last_beat, self.heartbeat_ttl_s)
+            self._answering_since = now
+        self._last_beat = now
+
+    def judging(self) -> bool:
+        """Whether other workers' silence means anything: our own link has held a TTL."""
+        now = time.time()
+        recent = now - self._last_beat <= OUTAGE_BEATS * self.heartbeat_s
+        return recent and now - self._answering_since >= self.heartbeat_ttl_s
 
     def _sweep_loop(self) -> None:
         while not self._stop.wait(self.sweep_s):
@@ -106,22 +168,49 @@ class Janitor:
 
     def sweep(self) -> None:
         self.store.forget_workers_older_than(FORGET_AFTER_S)
+        judging = self.judging()
         live = set(self.store.live_workers(self.heartbeat_ttl_s))
         live |= {w for w in self.store.dead_workers(self.heartbeat_ttl_s) if self._alive_here(w)}
-        self.end_abandoned(live)
+        if judging:
+            self.end_abandoned(live)
+            self.end_unstarted(live)
+        self.end_lost()
         self.end_expired()
         if self.engine is not None:
             self.release_ended()
-            self.reap_containers(live)
+            self.reap_containers(live, others=judging)
+            if self.images:
+                self.publish_images()
         if self.pool is not None:
             self.pool.drain_idle()
 
+    def publish_images(self) -> None:
+        assert self.engine is not None
+        report = {name: self.engine.image_problem(ref) for name, ref in self.images.items()}
+        for name, problem in report.items():
+            if problem:
+                log.warning("janitor: image %s cannot run here: %s", name, problem)
+        self.store.publish_images(self.worker, report)
+
     def _alive_here(self, worker: str) -> bool:
-        """A worker of this host whose process still exists is slow, not dead."""
+        """A worker of this host whose process still runs is slow, not dead."""
         parts = worker.rsplit(".", 3)
         if len(parts) != 4 or parts[0] != self.host or not parts[1].isdigit():
             return False
-        return process_start_ticks(int(parts[1])) == parts[2]
+        return process_alive(int(parts[1]), parts[2])
+
+    def _end_as_infra(self, record: EpisodeRecord, error: str) -> bool:
+        result = record.public().model_copy(update={
+            "status": EpisodeStatus.failed,
+            "verdict": Verdict.infra_error,
+            "reward": None,
+            "passed": None,
+            "error": error,
+        })
+        if self.store.finish(EpisodeResult.model_validate(result.model_dump())):
+            log.warning("episode %s: %s; ended as infra_error", record.id, error)
+            return True
+        return False
 
     def end_abandoned(self, live: set[str]) -> int:
         ended = 0
@@ -131,17 +220,53 @@ class Janitor:
             record = self.store.get(summary.id)
             if record is None:
                 continue
-            result = record.public().model_copy(update={
-                "status": EpisodeStatus.failed,
-                "verdict": Verdict.infra_error,
-                "reward": None,
-                "passed": None,
-                "error": f"the worker running this episode ({summary.worker}) stopped",
-            })
-            if self.store.finish(EpisodeResult.model_validate(result.model_dump())):
-                log.warning("episode %s: worker %s is gone; ended as infra_error",
-                            summary.id, summary.worker)
+            ended += self._end_as_infra(
+                record, f"the worker running this episode ({summary.worker}) stopped")
+        return ended
+
+    def end_unstarted(self, live: set[str]) -> int:
+        """Queued episodes that nothing will start any more (see the module docstring)."""
+        ids = self.store.queued_ids(older_than_s=self.heartbeat_ttl_s)
+        if not ids:
+            return 0
+        connection = self.store.redis
+        jobs = Job.fetch_many(ids, connection=connection, serializer=JSONSerializer)
+        head = Queue(QUEUE_NAME, connection=connection, serializer=JSONSerializer).get_job_ids(0, 1)
+        # what was enqueued before the queue's head has been taken off it (None: unknown)
+        taken_before: datetime | None = datetime.now(UTC)
+        if head:
+            [head_job] = Job.fetch_many(head, connection=connection, serializer=JSONSerializer)
+            taken_before = head_job.enqueued_at if head_job is not None else None
+        margin = timedelta(seconds=self.heartbeat_ttl_s)
+        records = self.store.get_many(ids)
+        gone = [i for i, r in zip(ids, records, strict=True) if r is None]
+        self.store.drop_ids(gone)  # expired while queued: nothing to end
+        ended = 0
+        for job, record in zip(jobs, records, strict=True):
+            if record is None or record.status is not EpisodeStatus.queued:
+                continue
+            why = _why_unstarted(job, live, taken_before, margin)
+            if why is not None:
+                ended += self._end_as_infra(record, why)
+        return ended
+
+    def end_lost(self) -> int:
+        """Episodes Redis says this process runs, but it neither runs nor holds them: their
+        end was written and then lost (Redis killed before it saved). Nobody else would
+        end them — this worker is alive."""
+        now = time.time()
+        mine = {s.id for s in self.store.live_summaries() if s.worker == self.worker}
+        lost = mine - self.busy - set(self.holding)
+        self._lost = {i: self._lost.get(i, now) for i in lost}
+        ended = 0
+        for episode_id, since in list(self._lost.items()):
+            if now - since < self.heartbeat_ttl_s:
+                continue
+            record = self.store.get(episode_id)
+            if record is not None and not record.status.terminal and self._end_as_infra(
+                    record, "the worker lost track of this episode (its result was not saved)"):
                 ended += 1
+            self._lost.pop(episode_id, None)
         return ended
 
     def end_expired(self) -> int:
@@ -180,7 +305,8 @@ class Janitor:
                 self.holding.pop(episode_id, None)
                 log.info("episode %s: ended; container %s removed", episode_id, container_id[:12])
 
-    def reap_containers(self, live: set[str]) -> int:
+    def reap_containers(self, live: set[str], *, others: bool = True) -> int:
+        """Remove stopped sandboxes, and (`others`) those of workers not in `live`."""
         assert self.engine is not None
         try:
             containers = self.engine.managed_containers()
@@ -198,7 +324,7 @@ class Janitor:
         for info in stopped:
             self.engine.remove(str(info["Id"]))
             reaped += 1
-        for info in containers:
+        for info in containers if others else []:
             owner = (info.get("Labels") or {}).get(WORKER_LABEL)
             if owner == self.worker or owner in live:
                 continue
@@ -207,3 +333,24 @@ class Janitor:
             self.engine.remove(str(info["Id"]))
             reaped += 1
         return reaped
+
+
+def _why_unstarted(
+    job: Job | None, live: set[str], taken_before: datetime | None, margin: timedelta
+) -> str | None:
+    """Why a queued episode (older than `margin`) will never start, or None if it may."""
+    if job is None:
+        return "the episode was never put on the queue (or its job expired)"
+    status = job.get_status(refresh=False)
+    if status is JobStatus.STARTED:
+        if job.worker_name and job.worker_name not in live:
+            return f"the worker that took this episode ({job.worker_name}) stopped"
+        return None
+    if status in ENDED_JOB:
+        return f"its job ended ({status.value}) before the episode started"
+    # the queue is FIFO: a job well older than its head was taken off it, and whoever took
+    # it died before marking it started (the clocks of API replicas differ: a margin)
+    if (status is JobStatus.QUEUED and job.origin == QUEUE_NAME and job.enqueued_at is not None
+            and taken_before is not None and job.enqueued_at < taken_before - margin):
+        return "the worker that took this episode off the queue stopped before starting it"
+    return None

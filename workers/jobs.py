@@ -1,10 +1,20 @@
-"""The functions RQ runs — the only ones ever enqueued. Each takes an episode id."""
+"""The functions RQ runs — the only ones ever enqueued. Each takes an episode id.
+
+A result is never dropped for Redis being away: writing it waits for Redis to come back
+(a restart with its append-only file keeps everything else), so a restart while episodes
+run costs time, not rewards.
+"""
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
-from proctor.models import EpisodeMode
+from redis.exceptions import RedisError
+
+from proctor.models import EpisodeMode, EpisodeResult
 from workers import runtime
 from workers.oneshot import run_oneshot
 from workers.results import infra_failure
@@ -12,11 +22,41 @@ from workers.sandbox.docker import SandboxError
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+REDIS_BACKOFF_S = (0.5, 10.0)  # first and longest wait between attempts
+
+
+def until_redis_answers(what: str, call: Callable[[], T]) -> T:
+    """`call()`, again and again (with a backoff) while Redis is unreachable."""
+    wait, longest = REDIS_BACKOFF_S
+    while True:
+        try:
+            return call()
+        except RedisError as exc:
+            log.warning("%s: Redis does not answer (%s); retrying in %.1f s", what, exc, wait)
+            time.sleep(wait)
+            wait = min(wait * 2, longest)
+
+
+def finish(result: EpisodeResult) -> bool:
+    """Write a terminal result, however long Redis is away; False if it had ended first."""
+    rt = runtime.current()
+    return until_redis_answers(f"episode {result.id}: writing the result",
+                               lambda: rt.store.finish(result))
+
 
 def run_episode(episode_id: str) -> str:
     """Run an episode to its end and write the result; returns the final status."""
     rt = runtime.current()
-    record = rt.store.get(episode_id)
+    rt.busy.add(episode_id)
+    try:
+        return _run_episode(rt, episode_id)
+    finally:
+        rt.busy.discard(episode_id)
+
+
+def _run_episode(rt: runtime.Runtime, episode_id: str) -> str:
+    record = until_redis_answers(f"episode {episode_id}: reading", lambda: rt.store.get(episode_id))
     if record is None:
         log.warning("episode %s: no record (expired?); skipping", episode_id)
         return "missing"
@@ -37,7 +77,7 @@ def run_episode(episode_id: str) -> str:
         result = infra_failure(record, f"internal error: {type(exc).__name__}: {exc}")
     if result is None:
         return "skipped"
-    if not rt.store.finish(result):
+    if not finish(result):
         log.info("episode %s ended elsewhere first (cancelled or swept)", episode_id)
     return result.status.value
 
@@ -63,13 +103,17 @@ def finish_episode(episode_id: str, reply_key: str | None = None) -> None:
     from workers.interactive import finish_interactive
 
     rt = runtime.current()
+    rt.busy.add(episode_id)
     try:
         finish_interactive(rt, episode_id, reply_key)
     except Exception as exc:
         log.exception("episode %s: finishing failed", episode_id)
-        record = rt.store.get(episode_id)
+        record = until_redis_answers(f"episode {episode_id}: reading",
+                                     lambda: rt.store.get(episode_id))
         if record is not None:
-            rt.store.finish(infra_failure(record, f"finishing failed: {exc}"))
+            finish(infra_failure(record, f"finishing failed: {exc}"))
         if reply_key:
             rt.store.reply(reply_key, status=500,
                            message=f"finishing failed: {type(exc).__name__}: {exc}")
+    finally:
+        rt.busy.discard(episode_id)

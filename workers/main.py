@@ -3,7 +3,13 @@
 Each process is an RQ `SimpleWorker` (jobs run in the process, no fork per job) serving
 this host's own queue first — interactive actions must reach the host that holds their
 container — then the shared queue. Each has its own Redis client, Docker client, warm pool
-and janitor thread.
+and janitor thread. With more than one, a supervisor (workers/supervisor.py) keeps them
+alive.
+
+A worker rides out a Redis restart: its client retries every command with a backoff for
+about a minute (`redis_client`), results wait for Redis however long it takes
+(workers/jobs.py), and should RQ's loop still end on a Redis error — RQ 3 quits on any
+error outside its dequeue — it is started again once Redis answers.
 """
 
 from __future__ import annotations
@@ -11,13 +17,14 @@ from __future__ import annotations
 import ctypes
 import logging
 import multiprocessing
-import os
 import signal
 import sys
 import time
 from urllib.parse import urlsplit
 
 import redis
+from redis.backoff import EqualJitterBackoff
+from redis.retry import Retry
 from rq import Queue, SimpleWorker
 from rq.serializers import JSONSerializer
 
@@ -37,12 +44,34 @@ from workers.sandbox.pool import WarmPool
 log = logging.getLogger(__name__)
 
 RETRY_S = 5.0
+# every Redis command of a worker is retried this often, waiting up to this long between
+# tries (half of it at least): a Redis restart of up to ~a minute goes unnoticed
+REDIS_RETRIES = 60
+REDIS_RETRY_WAIT_S = 2.0
 PR_SET_PDEATHSIG = 1
 LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
 
 
 def _default_task() -> TaskSpec:
     return TaskSpec(tests=TestSpec(files={}), files={})
+
+
+def redis_client(url: str) -> redis.Redis:
+    """A worker's one Redis client: it waits out a restart instead of failing the job."""
+    retry = Retry(EqualJitterBackoff(cap=REDIS_RETRY_WAIT_S, base=REDIS_RETRY_WAIT_S / 4),
+                  retries=REDIS_RETRIES)
+    return redis.Redis.from_url(url, health_check_interval=30, retry=retry,
+                                retry_on_error=[redis.ConnectionError, redis.TimeoutError])
+
+
+class EpisodeWorker(SimpleWorker):
+    """RQ's in-process worker that tells a requested stop from a loop that died."""
+
+    stop_asked = False
+
+    def request_stop(self, signum: int, frame: object) -> None:
+        self.stop_asked = True
+        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
 
 
 def wait_for_redis(client: redis.Redis, url: str) -> None:
@@ -113,18 +142,44 @@ def make_judge(client: redis.Redis) -> Judge | None:
     return Judge(settings, redis_client=client)
 
 
-def start_honeypot(settings: Settings, engine: Engine) -> Honeypot | None:
-    """The honeypot network, when the settings want it; sandboxes fall back to none."""
+def start_honeypot(
+    settings: Settings, engine: Engine, *, store: EpisodeStore | None = None, worker: str = ""
+) -> Honeypot | None:
+    """The honeypot, when the settings want one (None when they do not).
+
+    Until it is up the worker takes no job: it heartbeats with the problem, so `/readyz`
+    says what is wrong, and retries — serving sandboxes without the network the settings
+    ask for would make this worker silently different from the others.
+    """
     if settings.network == "none":
         return None
     honeypot = Honeypot(engine, network=settings.honeypot_network,
                         image=settings.honeypot_image or settings.images["python"],
-                        name=f"proctor-honeypot-{settings.deployment_id}")
+                        name=f"proctor-honeypot-{settings.deployment_id}",
+                        subnets=settings.sandbox_subnets)
+    janitor = None
     try:
-        address = honeypot.ensure()
-    except SandboxError as exc:
-        log.warning("honeypot unavailable, sandboxes get no network at all: %s", exc)
-        return None
+        while True:
+            try:
+                address = honeypot.ensure()
+                break
+            except SandboxError as exc:
+                log.error("worker %s has no honeypot: %s (retrying in %.0fs)",
+                          worker, exc, RETRY_S)
+                if store is not None:
+                    store.report_problem(worker, f"the honeypot is not up: {exc}")
+                    if janitor is None:
+                        janitor = Janitor(store, worker=worker, host=settings.host_id,
+                                          heartbeat_s=settings.heartbeat_s,
+                                          heartbeat_ttl_s=settings.heartbeat_ttl_s,
+                                          sweep_s=settings.reaper_interval_s)
+                        janitor.start()
+                time.sleep(RETRY_S)
+    finally:
+        if janitor is not None:
+            janitor.stop()
+    if store is not None and janitor is not None:
+        store.report_problem(worker, None)
     log.info("honeypot %s at %s on network %s", honeypot.name, address, honeypot.network)
     return honeypot
 
@@ -134,69 +189,80 @@ def die_with_parent_if_spawned() -> None:
         die_with_parent()
 
 
-def serve(settings: Settings, *, burst: bool = False, child: bool = False) -> None:
-    """One worker process: serve jobs until told to stop."""
+def serve(
+    settings: Settings, *, burst: bool = False, child: bool = False, suffix: str | None = None
+) -> None:
+    """One worker process: serve jobs until told to stop (`suffix`: see `worker_name`)."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     if child:
         die_with_parent()
-    worker = worker_name(settings.host_id)
-    client = redis.Redis.from_url(settings.redis_url, health_check_interval=30)
+    worker = worker_name(settings.host_id, suffix=suffix)
+    client = redis_client(settings.redis_url)
     wait_for_redis(client, settings.redis_url)
     store = EpisodeStore(client, result_ttl_s=settings.result_ttl_s)
     engine = connect_engine(settings, store, worker)
     pool = WarmPool(engine, size=settings.pool_size)
-    guard = Guard(store, judge=make_judge(client), honeypot=start_honeypot(settings, engine))
+    honeypot = start_honeypot(settings, engine, store=store, worker=worker)
+    guard = Guard(store, judge=make_judge(client), honeypot=honeypot)
     rt = runtime.Runtime(settings, client, store, engine, pool, worker, guard)
     runtime.install(rt)
     pool.prewarm(rt.spec_for(_default_task()))
     janitor = Janitor(store, worker=worker, host=settings.host_id, engine=engine, pool=pool,
                       heartbeat_s=settings.heartbeat_s, heartbeat_ttl_s=settings.heartbeat_ttl_s,
-                      sweep_s=settings.reaper_interval_s, holding=rt.holding,
-                      idle_s=settings.interactive_idle_s, max_episode_s=settings.max_episode_s)
+                      sweep_s=settings.reaper_interval_s, holding=rt.holding, busy=rt.busy,
+                      images=settings.images, idle_s=settings.interactive_idle_s,
+                      max_episode_s=settings.max_episode_s)
     janitor.start()
     janitor.sweep()  # containers of workers that died before we started
     queues = [
         Queue(name, connection=client, serializer=JSONSerializer)
         for name in (host_queue_name(settings.host_id), QUEUE_NAME)
     ]
-    rq_worker = SimpleWorker(queues, connection=client, serializer=JSONSerializer, name=worker)
     log.info("worker %s serving %s", worker, ", ".join(q.name for q in queues))
     try:
-        rq_worker.work(burst=burst, with_scheduler=False, logging_level="WARNING")
+        work(client, settings.redis_url, queues, worker, burst=burst)
     finally:
         janitor.stop()
         pool.close()
-        store.forget_worker(worker)
+        try:
+            store.forget_worker(worker)
+        except redis.RedisError as exc:  # the others see it silent and judge it dead
+            log.warning("worker %s: could not sign off: %s", worker, exc)
         log.info("worker %s stopped", worker)
 
 
+def work(client: redis.Redis, url: str, queues: list[Queue], name: str, *, burst: bool) -> None:
+    """RQ's loop, started again whenever it ends without being asked to (see the docstring)."""
+    while True:
+        rq_worker = EpisodeWorker(queues, connection=client, serializer=JSONSerializer,
+                                  name=name)
+        try:
+            rq_worker.work(burst=burst, with_scheduler=False, logging_level="WARNING")
+        except redis.RedisError as exc:
+            log.error("worker %s: Redis failed under RQ's loop: %s", name, exc)
+        if burst or rq_worker.stop_asked:
+            return
+        log.warning("worker %s: RQ's loop ended unasked; starting it again once Redis "
+                    "answers", name)
+        time.sleep(1.0)  # an error that repeats at once must not spin
+        wait_for_redis(client, url)
+        try:
+            rq_worker.register_death()  # type: ignore[no-untyped-call]  # else a 2nd birth fails
+        except redis.RedisError as exc:
+            log.warning("worker %s: RQ's registry: %s", name, exc)
+
+
 def run(settings: Settings, *, concurrency: int | None = None, burst: bool = False) -> int:
-    """Start `concurrency` worker processes and wait for them; forward stop signals."""
+    """Start `concurrency` worker processes and keep them running; forward stop signals."""
     count = concurrency or settings.worker_concurrency
     if count == 1:
         serve(settings, burst=burst, child=multiprocessing.parent_process() is not None)
         return 0
-    context = multiprocessing.get_context("spawn")
-    processes = [
-        context.Process(target=serve, args=(settings,), kwargs={"burst": burst, "child": True},
-                        name=f"worker-{i}")
-        for i in range(count)
-    ]
-    for process in processes:
-        process.start()
+    from workers.supervisor import Supervisor
 
+    supervisor = Supervisor(settings, count, burst=burst, target=serve)
     die_with_parent_if_spawned()
-
-    def forward(signum: int, _frame: object) -> None:
-        for process in processes:
-            if process.pid is not None and process.is_alive():
-                os.kill(process.pid, signum)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    for process in processes:
-        process.join()
-    return max((p.exitcode or 0) for p in processes)
+    return supervisor.run()
 
 
 if __name__ == "__main__":
