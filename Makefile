@@ -23,7 +23,9 @@ test-unit:
 bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in bench/results/
 	@cd bench && ../$(PY) oneshot.py
 	@cd bench && ../$(PY) interactive.py
+	@cd bench && ../$(PY) neighbours.py
 	@$(PY) bench/screen.py
+	@$(PY) bench/screen_adversarial.py
 
 openapi:          ## regenerate the committed OpenAPI document
 	@$(PY) -m proctor.cli openapi --output openapi/openapi.json
