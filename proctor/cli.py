@@ -22,7 +22,7 @@ app.add_typer(images_app, name="images")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Open long waits (`?wait=`) would hold a stop for minutes: past this, connections are cut
 # and clients retry (identical requests find their episode again).
-SHUTDOWN_GRACE_S = 5
+SHUTDOWN_GRACE_S = 3
 
 UrlOption = Annotated[str, typer.Option(envvar="PROCTOR_URL", help="service URL")]
 TokenOption = Annotated[str | None, typer.Option(envvar="PROCTOR_TOKEN", help="bearer token")]
