@@ -31,8 +31,8 @@ openapi:          ## regenerate the committed OpenAPI document
 	@$(PY) -m proctor.cli openapi --output openapi/openapi.json
 
 lint:
-	@.venv/bin/ruff check proctor service workers tests bench
-	@.venv/bin/mypy proctor service workers
+	@.venv/bin/ruff check proctor core service workers tests bench
+	@.venv/bin/mypy proctor core service workers
 
 judge:            ## start the local LLM judge (llama.cpp server with SmolLM2-135M) on :8081
 	@bash scripts/judge.sh

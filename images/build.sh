@@ -219,7 +219,7 @@ build_sandbox() {
 # The files a wheel of this checkout is built from: tracked and new ones, edits included.
 source_files() {
     git -C "${repo}" ls-files -z --cached --others --exclude-standard -- \
-        proctor service workers pyproject.toml README.md LICENSE \
+        proctor core service workers pyproject.toml README.md LICENSE \
         | while IFS= read -r -d '' f; do [[ -f "${repo}/${f}" ]] && printf '%s\0' "${f}"; done
 }
 

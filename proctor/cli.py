@@ -37,7 +37,7 @@ def serve(
     """Serve the HTTP API (no workers: start those with `proctor worker`)."""
     import uvicorn
 
-    from service.config import get_settings
+    from core.config import get_settings
 
     settings = get_settings()
     uvicorn.run("service.main:create_app", factory=True, host=host or settings.host,
@@ -51,7 +51,7 @@ def worker(
     burst: Annotated[bool, typer.Option(help="exit when the queues are empty")] = False,
 ) -> None:
     """Run worker processes on this host (they need Docker and Redis)."""
-    from service.config import get_settings
+    from core.config import get_settings
     from workers.main import run
 
     raise typer.Exit(run(get_settings(), concurrency=concurrency, burst=burst))
@@ -67,7 +67,7 @@ def run_all(
 
     import uvicorn
 
-    from service.config import get_settings
+    from core.config import get_settings
     from workers.main import run
 
     settings = get_settings()

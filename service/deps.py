@@ -11,11 +11,11 @@ import redis.asyncio as aioredis
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from service.config import Settings
+from core.config import Settings
+from core.store import EpisodeStore, ReplyWaiter
 from service.errors import Unauthorized
 from service.events import EpisodeEvents
 from service.queueing import EpisodeQueue
-from service.store import EpisodeStore, ReplyWaiter
 
 
 @dataclass(slots=True)

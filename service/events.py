@@ -14,7 +14,7 @@ from collections import defaultdict
 
 import redis.asyncio as aioredis
 
-from service.store import EVENTS_CHANNEL
+from core.store import EVENTS_CHANNEL
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,8 @@ import redis
 import redis.asyncio as aioredis
 from fastapi import FastAPI
 
-from service.config import Settings, get_settings
+from core.config import Settings, get_settings
+from core.store import EpisodeStore, ReplyWaiter
 from service.deps import Resources
 from service.errors import install_error_handlers
 from service.events import EpisodeEvents
@@ -24,7 +25,6 @@ from service.routes import (
     sandboxfusion,
     screen,
 )
-from service.store import EpisodeStore, ReplyWaiter
 
 API_VERSION = "0.1.0"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from service.config import Settings
+from core.config import Settings
 
 
 def render() -> str:

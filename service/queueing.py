@@ -24,14 +24,11 @@ import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
+from core.queues import QUEUE_NAME, RUN_EPISODE, host_queue_name
+from core.store import PREFIX, EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeMode
 from service.errors import Overloaded
-from service.store import PREFIX, EpisodeStore
 
-QUEUE_NAME = "proctor"
-RUN_EPISODE = "workers.jobs.run_episode"
-RUN_ACTION = "workers.jobs.run_action"
-FINISH_EPISODE = "workers.jobs.finish_episode"
 # RQ's own bookkeeping outlives the job by this much; our record carries the result.
 JOB_RESULT_TTL_S = 60
 # Beyond the test timeout, an episode needs time to start a sandbox, write files, clean up.
@@ -42,11 +39,6 @@ RETRY_AFTER_S = 5
 def content_key(request: EpisodeCreate) -> str:
     canonical = json.dumps(request.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return f"{PREFIX}dedup:{hashlib.sha256(canonical.encode()).hexdigest()}"
-
-
-def host_queue_name(host_id: str) -> str:
-    """The queue served only by workers on one host: actions must reach their container."""
-    return f"{QUEUE_NAME}.host.{host_id}"
 
 
 def job_timeout_s(request: EpisodeCreate) -> int:

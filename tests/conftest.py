@@ -40,7 +40,7 @@ def remove_deployment_containers(redis_url: str) -> None:
     import docker
     from docker.errors import DockerException
 
-    from service.config import Settings
+    from core.config import Settings
 
     deployment = Settings(redis_url=redis_url).deployment_id
     try:

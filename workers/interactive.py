@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from core.store import EpisodeRecord
 from proctor.models import (
     Action,
     EpisodeResult,
@@ -27,7 +28,6 @@ from proctor.models import (
     StepResult,
     Timings,
 )
-from service.store import EpisodeRecord
 from workers.actions import action_op, observation_of
 from workers.anticheat.guard import apply_policy, integrity_evidence
 from workers.evaluation.grading import (

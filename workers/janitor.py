@@ -30,9 +30,9 @@ from rq import Queue
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
+from core.queues import QUEUE_NAME
+from core.store import EpisodeRecord, EpisodeStore
 from proctor.models import EpisodeResult, EpisodeStatus, Verdict
-from service.queueing import QUEUE_NAME
-from service.store import EpisodeRecord, EpisodeStore
 from workers.sandbox.docker import WORKER_LABEL, Engine, SandboxError
 from workers.sandbox.pool import WarmPool
 

@@ -28,10 +28,10 @@ from redis.retry import Retry
 from rq import Queue, SimpleWorker
 from rq.serializers import JSONSerializer
 
+from core.config import Settings
+from core.queues import QUEUE_NAME, host_queue_name
+from core.store import EpisodeStore
 from proctor.models import TaskSpec, TestSpec
-from service.config import Settings
-from service.queueing import QUEUE_NAME, host_queue_name
-from service.store import EpisodeStore
 from workers import runtime
 from workers.anticheat.guard import Guard
 from workers.anticheat.honeypot import Honeypot

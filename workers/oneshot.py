@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Any
 
+from core.store import EpisodeRecord
 from proctor.models import (
     EpisodeResult,
     EpisodeStatus,
@@ -18,7 +19,6 @@ from proctor.models import (
     Step,
     Timings,
 )
-from service.store import EpisodeRecord
 from workers.actions import action_op, observation_of
 from workers.anticheat.guard import apply_policy, solution_text
 from workers.evaluation.grading import grading_plan, is_protected, steering_paths

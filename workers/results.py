@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from core.store import EpisodeRecord
 from proctor.models import (
     EpisodeResult,
     EpisodeStatus,
@@ -14,7 +15,6 @@ from proctor.models import (
     Timings,
     Verdict,
 )
-from service.store import EpisodeRecord
 from workers.evaluation.scoring import Score, TestRun, score
 
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import redis
 
+from core.config import Settings
+from core.limits import within_host
+from core.store import EpisodeStore
 from proctor.models import NetworkPolicy, TaskSpec
-from service.admission import within_host
-from service.config import Settings
-from service.store import EpisodeStore
 from workers.anticheat.guard import Guard
 from workers.sandbox.docker import Engine, SandboxError, SandboxSpec
 from workers.sandbox.pool import WarmPool

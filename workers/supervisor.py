@@ -23,8 +23,8 @@ from multiprocessing.process import BaseProcess
 
 import redis
 
-from service.config import Settings
-from service.store import EpisodeStore
+from core.config import Settings
+from core.store import EpisodeStore
 from workers.janitor import worker_name
 
 log = logging.getLogger(__name__)

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query, status
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from core.store import EpisodeRecord
 from proctor.models import (
     EpisodeCreate,
     EpisodeCreated,
@@ -24,7 +25,6 @@ from proctor.models import (
 from service.admission import admit
 from service.deps import Authenticated, Resources, ResourcesDep
 from service.errors import BadRequest, Conflict, NotFound, ServiceUnavailable, error_responses
-from service.store import EpisodeRecord
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"], dependencies=[Authenticated])
 

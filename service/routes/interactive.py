@@ -13,6 +13,9 @@ from typing import Annotated, Any
 from anyio import to_thread
 from fastapi import APIRouter, Body
 
+from core.config import Settings
+from core.queues import FINISH_EPISODE, RUN_ACTION
+from core.store import EpisodeRecord, reply_key
 from proctor.models import (
     Action,
     BashAction,
@@ -25,7 +28,6 @@ from proctor.models import (
     check_relative_path,
 )
 from service.admission import admit_action
-from service.config import Settings
 from service.deps import Authenticated, Resources, ResourcesDep
 from service.errors import (
     ApiError,
@@ -35,8 +37,6 @@ from service.errors import (
     ServiceUnavailable,
     error_responses,
 )
-from service.queueing import FINISH_EPISODE, RUN_ACTION
-from service.store import EpisodeRecord, reply_key
 
 router = APIRouter(prefix="/v1/episodes", tags=["interactive"], dependencies=[Authenticated])
 

@@ -20,9 +20,9 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
+from core.store import LATENCY_BUCKETS, LATENCY_METRICS
 from service.deps import Resources, ResourcesDep
 from service.errors import error_responses
-from service.store import LATENCY_BUCKETS, LATENCY_METRICS
 
 router = APIRouter(tags=["health"])
 

@@ -32,7 +32,7 @@ router = APIRouter(tags=["openrlhf"], dependencies=[AdapterAuthenticated])
 
 
 class CatalogSettings(BaseSettings):
-    """Where task ids are defined (read once). Belongs with `service.config` in time."""
+    """Where task ids are defined (read once). Belongs with `core.config` in time."""
 
     model_config = SettingsConfigDict(env_prefix="PROCTOR_", frozen=True, extra="ignore")
 

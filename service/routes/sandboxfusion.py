@@ -34,6 +34,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from redis.exceptions import RedisError
 
+from core.limits import HostMaxima
 from proctor.integrations.codetasks import GroundTruthError
 from proctor.models import (
     EpisodeCreate,
@@ -46,7 +47,6 @@ from proctor.models import (
     TestSpec,
     Verdict,
 )
-from service.admission import HostMaxima
 from service.deps import Resources, ResourcesDep, require_token
 from service.errors import ApiError, error_responses
 from service.routes.episodes import check_images_runnable, validate_request, wait_for_end

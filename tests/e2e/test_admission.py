@@ -12,7 +12,7 @@ import httpx
 import pytest
 import redis
 
-from service.admission import host_cpus
+from core.limits import host_cpus
 from tests.conftest import claimed_database, running_service
 from tests.e2e.helpers import episode
 

@@ -222,7 +222,7 @@ def test_an_image_no_live_worker_can_run_is_refused_and_turns_readyz_red(
     api_without_workers: tuple[str, str],
 ) -> None:
     """Played with the store calls a worker makes (heartbeat, image report) on real Redis."""
-    from service.store import EpisodeStore
+    from core.store import EpisodeStore
 
     url, redis_url = api_without_workers
     client = redis.Redis.from_url(redis_url)

@@ -9,7 +9,7 @@ import docker
 import httpx
 import pytest
 
-from service.config import Settings
+from core.config import Settings
 from tests.conftest import claimed_database, running_service, wait_until
 from tests.e2e.helpers import episode
 from tests.e2e.test_interactive import bash, repo, start, task  # noqa: F401

@@ -14,7 +14,7 @@ import pytest
 import redis
 from rq import Queue
 
-from service.queueing import QUEUE_NAME
+from core.queues import QUEUE_NAME
 from tests.conftest import claimed_database, free_port, service_env, stop, wait_ready
 from tests.e2e.helpers import episode
 from tests.e2e.test_recovery import start

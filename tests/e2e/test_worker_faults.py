@@ -22,7 +22,7 @@ import httpx
 import pytest
 import redis
 
-from service.config import Settings
+from core.config import Settings
 from tests.conftest import (
     claimed_database,
     free_port,

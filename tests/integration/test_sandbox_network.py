@@ -19,8 +19,8 @@ import pytest
 import redis
 from docker.errors import DockerException
 
-from service.config import Settings
-from service.store import EpisodeStore
+from core.config import Settings
+from core.store import EpisodeStore
 from workers.anticheat.honeypot import Hit, Honeypot
 from workers.main import start_honeypot
 from workers.sandbox.docker import (

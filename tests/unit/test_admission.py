@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from core.config import Settings
+from core.limits import HostMaxima, host_cpus, host_memory_mb, refusals, within_host
 from proctor.models import EpisodeCreate, EpisodeMode, Limits, RepoSnapshot
-from service.admission import HostMaxima, admit, host_cpus, host_memory_mb, refusals, within_host
-from service.config import Settings
+from service.admission import admit
 from service.errors import BadRequest
 
 MAXIMA = HostMaxima(memory_mb=1024, cpus=2.0, pids=256, disk_mb=512, output_bytes=1 << 20,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from service.config import Settings
+from core.config import Settings
 from tests.conftest import REPO_ROOT
 from workers.anticheat.judge import JudgeSettings
 

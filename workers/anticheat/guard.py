@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from fnmatch import fnmatch
 from typing import Any
 
+from core.store import EpisodeRecord, EpisodeStore
 from proctor.models import (
     Action,
     CheatReport,
@@ -33,7 +34,6 @@ from proctor.models import (
     TaskContext,
     Verdict,
 )
-from service.store import EpisodeRecord, EpisodeStore
 from workers.anticheat.gitoracle import SandboxGitOracle
 from workers.anticheat.honeypot import Honeypot
 from workers.anticheat.honeypot import evidence as honeypot_evidence

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fastapi.security import HTTPAuthorizationCredentials
 
+from core.config import Settings
 from proctor.models import (
     EpisodeResult,
     EpisodeStatus,
@@ -21,7 +22,6 @@ from proctor.models import (
     Timings,
     Verdict,
 )
-from service.config import Settings
 from service.deps import Resources
 from service.errors import Unauthorized
 from service.routes.sandboxfusion import (
