@@ -2,14 +2,16 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 PYTEST_ARGS ?=
+# the top-level packages (pyproject's packages.find include names the same ones)
+PACKAGES := proctor core anticheat service workers
 
 .PHONY: setup services images run serve worker test test-unit bench openapi lint judge judge-stop up down logs
 
 setup:            ## install what is missing: docker.io, redis, the venv, the images; start services
 	@bash scripts/setup.sh
 
-images:           ## build the sandbox images (offline bootstrap when no registry answers)
-	@bash images/build.sh
+images:           ## build the images that changed (offline bootstrap when no registry answers; ARGS=--force sandbox)
+	@$(PY) -m proctor.cli images build $(ARGS)
 
 run: setup        ## serve the API and workers on 127.0.0.1:8000
 	@$(PY) -m proctor.cli run
@@ -30,9 +32,11 @@ bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in 
 openapi:          ## regenerate the committed OpenAPI document
 	@$(PY) -m proctor.cli openapi --output openapi/openapi.json
 
-lint:
-	@.venv/bin/ruff check proctor core service workers tests bench
-	@.venv/bin/mypy proctor core service workers
+lint:             ## ruff (lint and format), mypy strict, and the import-direction check
+	@.venv/bin/ruff check $(PACKAGES) tests bench
+	@.venv/bin/ruff format --check $(PACKAGES) tests bench
+	@.venv/bin/mypy $(PACKAGES)
+	@if [[ -f tests/unit/test_layers.py ]]; then $(PY) -m pytest -q tests/unit/test_layers.py; fi
 
 judge:            ## start the local LLM judge (llama.cpp server with SmolLM2-135M) on :8081
 	@bash scripts/judge.sh

@@ -28,8 +28,9 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from anticheat.judge.client import Judge, JudgeSettings, JudgeStatus
+from core.config import Settings
 from proctor.models import Action, Decision, TaskContext
-from workers.anticheat.judge import Judge, JudgeSettings, JudgeStatus
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "cheats-dev.jsonl"
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no data at {args.data}", file=sys.stderr)
         return 2
     rows = load(args.data, args.limit)
-    base = JudgeSettings.from_env()
+    base = JudgeSettings.from_settings(Settings())
     settings = replace(
         base,
         url=args.url.rstrip("/"),

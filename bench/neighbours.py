@@ -34,6 +34,8 @@ import redis
 from docker.errors import NotFound
 from harness import free_port, machine, percentile, summary, table, write
 
+from core import keys
+
 GOAL = 1.5
 REAPER_S = 1  # how soon a cancelled aggressor's sandbox is removed
 SOLUTION = "def add(a, b):\n    return a + b\n"
@@ -143,7 +145,7 @@ class Aggressor(threading.Thread):
         if not self.current:
             return
         with redis.Redis.from_url(redis_url, decode_responses=True) as client:
-            name = client.hget(f"proctor:episode:{self.current}", "container")
+            name = client.hget(keys.episode(self.current), "container")
         engine = docker.from_env()
         try:
             deadline = time.monotonic() + 60

@@ -23,9 +23,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from anticheat.rules import RULES  # noqa: E402
+from anticheat.screen import screen  # noqa: E402
 from proctor.models import BashAction, Decision, ScreenItem  # noqa: E402
-from workers.anticheat.rules import RULES  # noqa: E402
-from workers.anticheat.screen import screen  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cheats-dev.jsonl"
 RESULTS = ROOT / "bench" / "results" / "screen.json"

@@ -246,7 +246,7 @@ def _vm_bytes() -> int:
 
 def child(name: str) -> dict[str, Any]:
     """Screen one case in this (fresh) process and measure it."""
-    from workers.anticheat.screen import screen
+    from anticheat.screen import screen
 
     screen(BashAction(command="git status")), screen(_py("x = 1\n"))  # warm the imports
     action = CASES[name][1]()

@@ -1,7 +1,9 @@
 """Deployment settings, read once from `PROCTOR_*` environment variables and then frozen.
 
 One object configures the whole server side (API and workers), so a deployment is
-described by one table of variables (see the README).
+described by one table of variables (docs/configuration.md); every default is named in
+core/defaults.py. Each process reads it once, at its entry point (`get_settings`), and
+hands it to what needs it: nothing else reads the environment.
 """
 
 from __future__ import annotations
@@ -9,11 +11,14 @@ from __future__ import annotations
 import hashlib
 import socket
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from core import defaults
 
 
 def _split_csv(value: object) -> object:
@@ -34,50 +39,74 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PROCTOR_", frozen=True, extra="ignore")
 
     # --- where things are
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    host: str = "127.0.0.1"
-    port: int = 8000
+    redis_url: str = defaults.REDIS_URL
+    host: str = defaults.HOST
+    port: int = defaults.PORT
     host_id: str = Field(default_factory=socket.gethostname, description="worker host identity")
     deployment: str | None = Field(
         None, description="names this deployment's containers; defaults to one from its Redis"
     )
+    tasks_file: Path | None = Field(
+        None, description="the task catalog that task-id labels are looked up in"
+    )
 
     # --- API
     api_tokens: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    max_body_bytes: int = 32 * 1024 * 1024
-    max_wait_s: float = 300.0
-    max_queue_depth: int = 10_000
-    max_batch: int = 1_000
-    result_ttl_s: int = 24 * 3600
-    dedup_ttl_s: int = Field(600, description="identical one-shot requests share an episode")
+    max_body_bytes: int = defaults.MAX_BODY_BYTES
+    max_wait_s: float = defaults.MAX_WAIT_S
+    max_queue_depth: int = defaults.MAX_QUEUE_DEPTH
+    max_batch: int = defaults.MAX_BATCH
+    result_ttl_s: int = defaults.RESULT_TTL_S
+    dedup_ttl_s: int = Field(
+        defaults.DEDUP_TTL_S, description="identical one-shot requests share an episode")
 
     # --- sandboxes
     images: Annotated[dict[str, str], NoDecode] = Field(
-        default_factory=lambda: {"python": "proctor/sandbox-python:latest"}
+        default_factory=lambda: dict(defaults.IMAGES)
     )
     runtime: str | None = Field(None, description="OCI runtime, e.g. runsc for gVisor")
-    sandbox_user: str = "1000:1000"
-    pool_size: int = Field(2, ge=0, le=64, description="warm containers per image per worker")
-    network: Literal["auto", "none"] = "auto"
-    honeypot_network: str = "proctor-sandbox"
+    sandbox_user: str = defaults.SANDBOX_USER
+    pool_size: int = Field(
+        defaults.POOL_SIZE, ge=0, le=64, description="warm containers per image per worker")
+    network: Literal["auto", "none"] = defaults.NETWORK
+    honeypot_network: str = defaults.HONEYPOT_NETWORK
     honeypot_image: str | None = Field(None, description="defaults to the python sandbox image")
     sandbox_subnets: str = Field(
-        "10.213.0.0/16", description="each sandbox's own /29 network is carved from here")
-    max_episode_s: float = 3600.0
-    interactive_idle_s: float = 300.0
+        defaults.SANDBOX_SUBNETS, description="each sandbox's own /29 network is carved from here")
+    max_episode_s: float = defaults.MAX_EPISODE_S
+    interactive_idle_s: float = defaults.INTERACTIVE_IDLE_S
     # the most one sandbox may ask for (service/admission.py); unset: derived from the host.
     # Never below the default `Limits`, so a task that leaves its limits unset is admitted.
     max_memory_mb: int | None = Field(None, ge=512, description="unset: half the host's memory")
     max_cpus: float | None = Field(None, ge=1, description="unset: the host's CPU count")
-    max_pids: int = Field(1024, ge=128)
+    max_pids: int = Field(defaults.MAX_PIDS, ge=128)
     max_disk_mb: int | None = Field(None, ge=256, description="unset: a quarter of the memory")
-    max_output_bytes: int = Field(16 * 1024 * 1024, ge=65_536)
+    max_output_bytes: int = Field(defaults.MAX_OUTPUT_BYTES, ge=65_536)
 
     # --- workers
-    worker_concurrency: int = Field(2, ge=1, le=64)
-    heartbeat_s: float = 2.0
-    heartbeat_ttl_s: float = 30.0
-    reaper_interval_s: float = 10.0
+    worker_concurrency: int = Field(defaults.WORKER_CONCURRENCY, ge=1, le=64)
+    heartbeat_s: float = defaults.HEARTBEAT_S
+    heartbeat_ttl_s: float = defaults.HEARTBEAT_TTL_S
+    reaper_interval_s: float = defaults.REAPER_INTERVAL_S
+
+    # --- the LLM judge (PROCTOR_JUDGE_*; anticheat.judge.settings.JudgeSettings reads these)
+    judge_url: str = Field(
+        defaults.JUDGE_URL, description="OpenAI-style base URL with its version; empty: none")
+    judge_model: str = Field(
+        defaults.JUDGE_MODEL, description="empty: the first model the server lists")
+    judge_api_key: str = defaults.JUDGE_API_KEY
+    judge_timeout_s: float = Field(
+        defaults.JUDGE_TIMEOUT_S, gt=0, description="a whole review of a trajectory")
+    judge_max_concurrency: int = Field(
+        defaults.JUDGE_MAX_CONCURRENCY, ge=1, description="requests in flight per process")
+    judge_threshold: float = Field(defaults.JUDGE_THRESHOLD, ge=0.0, le=1.0)
+    judge_failure_policy: Literal["fail_open", "fail_closed"] = defaults.JUDGE_FAILURE_POLICY
+    judge_action_budget_s: float = Field(
+        defaults.JUDGE_ACTION_BUDGET_S, gt=0, description="a whole review of one action")
+    judge_response_format: Literal["auto", "json_schema", "json_object", "none"] = (
+        defaults.JUDGE_RESPONSE_FORMAT)
+    judge_cache_ttl_s: int = defaults.JUDGE_CACHE_TTL_S
+    judge_max_prompt_chars: int = defaults.JUDGE_MAX_PROMPT_CHARS
 
     @property
     def deployment_id(self) -> str:
@@ -95,4 +124,5 @@ class Settings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
+    """The process's settings, read from the environment on first use."""
     return Settings()

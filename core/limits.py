@@ -14,14 +14,11 @@ import os
 from dataclasses import dataclass
 
 from core.config import Settings
+from core.defaults import DISK_SHARE, MEMORY_SHARE
 from proctor.models import Action, BashAction, EpisodeCreate, EpisodeMode, Limits
 
 log = logging.getLogger(__name__)
 
-# unset maxima, as shares of the host: memory for one sandbox, and each of its three tmpfs
-# mounts (workspace, home, /tmp), whose pages count against its memory limit too
-MEMORY_SHARE = 0.5
-DISK_SHARE = 0.25
 
 
 def host_memory_mb() -> int:

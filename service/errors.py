@@ -29,6 +29,8 @@ from pydantic import BaseModel, Field
 from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException
 
+from core.defaults import REDIS_DOWN_RETRY_AFTER_S
+
 log = logging.getLogger(__name__)
 
 
@@ -158,5 +160,5 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(
             _error_body("ServiceUnavailable", f"Redis is not answering: {exc}"),
             status_code=503,
-            headers={"Retry-After": "5"},
+            headers={"Retry-After": str(REDIS_DOWN_RETRY_AFTER_S)},
         )

@@ -14,11 +14,11 @@ from collections import defaultdict
 
 import redis.asyncio as aioredis
 
-from core.store import EVENTS_CHANNEL
+from core import keys
+from core.defaults import EVENTS_RECONNECT_S
 
 log = logging.getLogger(__name__)
 
-RECONNECT_DELAY_S = 0.5
 
 
 class EpisodeEvents:
@@ -70,7 +70,7 @@ class EpisodeEvents:
         while True:
             pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(EVENTS_CHANNEL)
+                await pubsub.subscribe(keys.EVENTS)
                 self._subscribed.set()
                 async for message in pubsub.listen():
                     data = message.get("data")
@@ -83,7 +83,7 @@ class EpisodeEvents:
             except Exception as exc:  # Redis went away: keep serving, retry, re-check waiters
                 log.warning("event subscription lost (%s); reconnecting", exc)
                 self._wake_all()
-                await asyncio.sleep(RECONNECT_DELAY_S)
+                await asyncio.sleep(EVENTS_RECONNECT_S)
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]

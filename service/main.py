@@ -10,11 +10,13 @@ import redis.asyncio as aioredis
 from fastapi import FastAPI
 
 from core.config import Settings, get_settings
+from core.defaults import REDIS_HEALTH_CHECK_S
 from core.store import EpisodeStore, ReplyWaiter
+from service.body_limit import BodySizeLimit
 from service.deps import Resources
 from service.errors import install_error_handlers
 from service.events import EpisodeEvents
-from service.limits import BodySizeLimit
+from service.interactive import longest_reply_wait_s
 from service.queueing import EpisodeQueue
 from service.routes import (
     episodes,
@@ -34,12 +36,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        sync_redis = redis.Redis.from_url(settings.redis_url, health_check_interval=30)
-        async_redis = aioredis.Redis.from_url(settings.redis_url, health_check_interval=30)
+        sync_redis = redis.Redis.from_url(settings.redis_url,
+                                          health_check_interval=REDIS_HEALTH_CHECK_S)
+        async_redis = aioredis.Redis.from_url(settings.redis_url,
+                                              health_check_interval=REDIS_HEALTH_CHECK_S)
         store = EpisodeStore(sync_redis, result_ttl_s=settings.result_ttl_s)
         events = EpisodeEvents(async_redis)
         replies = ReplyWaiter(settings.redis_url,
-                              longest_wait_s=interactive.longest_reply_wait_s(settings))
+                              longest_wait_s=longest_reply_wait_s(settings))
         app.state.resources = Resources(
             settings=settings,
             redis=sync_redis,

@@ -24,21 +24,20 @@ import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
+from core import keys
+from core.defaults import JOB_OVERHEAD_S, JOB_RESULT_TTL_S, QUEUE_FULL_RETRY_AFTER_S
 from core.queues import QUEUE_NAME, RUN_EPISODE, host_queue_name
-from core.store import PREFIX, EpisodeStore
+from core.store import EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeMode
 from service.errors import Overloaded
 
 # RQ's own bookkeeping outlives the job by this much; our record carries the result.
-JOB_RESULT_TTL_S = 60
 # Beyond the test timeout, an episode needs time to start a sandbox, write files, clean up.
-JOB_OVERHEAD_S = 120
-RETRY_AFTER_S = 5
 
 
 def content_key(request: EpisodeCreate) -> str:
     canonical = json.dumps(request.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    return f"{PREFIX}dedup:{hashlib.sha256(canonical.encode()).hexdigest()}"
+    return keys.dedup(hashlib.sha256(canonical.encode()).hexdigest())
 
 
 def job_timeout_s(request: EpisodeCreate) -> int:
@@ -81,7 +80,7 @@ class EpisodeQueue:
             raise Overloaded(
                 f"the queue holds {admission.depth} episodes (bound {self.max_depth}); "
                 "retry later",
-                headers={"Retry-After": str(RETRY_AFTER_S)},
+                headers={"Retry-After": str(QUEUE_FULL_RETRY_AFTER_S)},
             )
         ids = admission.ids
         new = [(i, r) for i, r in enumerate(requests) if admission.new[i]]

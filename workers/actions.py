@@ -7,9 +7,17 @@ separate commands.
 
 from __future__ import annotations
 
-from typing import Any
-
 from proctor.models import Action, BashAction, Observation, ReadFileAction, WriteFileAction
+from workers.sandbox.protocol import (
+    Read,
+    ReadResult,
+    Result,
+    Run,
+    RunnerError,
+    RunResult,
+    Write,
+    WriteResult,
+)
 from workers.sandbox.sandbox import ERRNO_REASONS
 
 SHELL_STATE = "/tmp/.proctor-shell"
@@ -33,33 +41,49 @@ def workspace_path(path: str) -> str:
     return path[len("/workspace/"):] if path.startswith("/workspace/") else path
 
 
+ActionOp = Run | Write | Read
+
+
 def action_op(
-    action: Action, *, output_bytes: int, max_timeout_s: float, persistent_shell: bool
-) -> dict[str, Any]:
+    action: Action, *, output_bytes: int, max_timeout_s: float, persistent_shell: bool,
+    keep_going: bool = False,
+) -> ActionOp:
+    """The runner operation of an agent action (`keep_going`: one of a one-shot solution's,
+    whose failure must not skip the grading)."""
     if isinstance(action, BashAction):
         command = shell_command(action.command) if persistent_shell else action.command
-        return {"op": "run", "command": command, "output_bytes": output_bytes,
-                "timeout_s": min(action.timeout_s, max_timeout_s), "env": ACTION_ENV}
+        return Run(command=command, output_bytes=output_bytes, env=ACTION_ENV,
+                   timeout_s=min(action.timeout_s, max_timeout_s), keep_going=keep_going)
     if isinstance(action, WriteFileAction):
-        return {"op": "write", "files": {workspace_path(action.path): action.content}}
+        return Write(files={workspace_path(action.path): action.content},
+                     keep_going=keep_going)
     assert isinstance(action, ReadFileAction)
-    return {"op": "read", "paths": [workspace_path(action.path)], "max_bytes": output_bytes}
+    return Read(paths=[workspace_path(action.path)], max_bytes=output_bytes,
+                keep_going=keep_going)
 
 
-def observation_of(action: Action, result: dict[str, Any] | None, error: str | None) -> Observation:
-    if result is None or "error" in result:  # the operation raised (a refused fork, say)
-        message = str((result or {}).get("error") or error or "not run")
-        reason = ERRNO_REASONS.get((result or {}).get("errno") or -1)
+def observation_of(
+    action: Action, result: Result | None, error: RunnerError | None
+) -> Observation:
+    """What the agent sees of its action: `result` is the operation's (None: it did not
+    run), `error` the one that stopped the program."""
+    if result is None or isinstance(result, RunnerError):  # it raised (a refused fork, say)
+        failure = result or error
+        message = failure.message if failure is not None else "not run"
+        reason = ERRNO_REASONS.get(result.errno) if result and result.errno else None
         return Observation(stderr=f"{reason}: {message}" if reason else message, exit_code=1)
     if isinstance(action, BashAction):
+        assert isinstance(result, RunResult)
         return Observation(
-            output=result["stdout"], stderr=result["stderr"], exit_code=result["exit_code"],
-            truncated=result["stdout_truncated"] or result["stderr_truncated"],
-            timed_out=result["timed_out"], duration_s=result["duration_s"],
+            output=result.stdout, stderr=result.stderr, exit_code=result.exit_code,
+            truncated=result.stdout_truncated or result.stderr_truncated,
+            timed_out=result.timed_out, duration_s=result.duration_s,
         )
     if isinstance(action, ReadFileAction):
-        content = next(iter(result["files"].values()), None)
+        assert isinstance(result, ReadResult)
+        content = next(iter(result.files.values()), None)
         if content is None:
             return Observation(stderr=f"{action.path}: No such file or directory", exit_code=1)
         return Observation(output=content, exit_code=0)
+    assert isinstance(result, WriteResult)
     return Observation(exit_code=0)

@@ -10,14 +10,16 @@ file that every bash action loads before and saves after the command, as a shell
 
 from __future__ import annotations
 
-import json
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter
 
-from core.store import EpisodeRecord
+from anticheat.git.sanitize import bundle_script, sanitize_script
+from core.results import infra_failure
+from core.store import EpisodeRecord, SandboxState
 from proctor.models import (
     Action,
     EpisodeResult,
@@ -29,18 +31,27 @@ from proctor.models import (
     Timings,
 )
 from workers.actions import action_op, observation_of
-from workers.anticheat.guard import apply_policy, integrity_evidence
 from workers.evaluation.grading import (
     STEERING_FILES,
     grading_plan,
     is_protected,
     steering_paths,
 )
-from workers.evaluation.repo import bundle_script, sanitize_script
-from workers.evaluation.scoring import Score
-from workers.results import graded_result, infra_failure, score_test_run
+from workers.guard import apply_policy, integrity_evidence
+from workers.results import broken_result, graded_result, score_test_run
 from workers.runtime import Runtime
 from workers.sandbox.docker import Container, SandboxError
+from workers.sandbox.protocol import (
+    Find,
+    KillAll,
+    Listing,
+    Op,
+    Run,
+    Snapshot,
+    Untar,
+    Write,
+    commands_time_s,
+)
 from workers.sandbox.sandbox import RunnerBroken, Sandbox
 
 log = logging.getLogger(__name__)
@@ -51,30 +62,47 @@ HISTORY_FOR_JUDGE = 8
 DIFF_BYTES = 60_000
 
 
-def prepare_ops(rt: Runtime, record: EpisodeRecord) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class Preparation:
+    """The start-up program, and the operations whose results make the episode's state."""
+
+    ops: list[Op[Any]]
+    checked: list[Run]  # the repository's sanitizing and the task's setup
+    found: Find  # steering files the task's own tree has
+    snapshot: Snapshot  # protected paths as the task left them
+    listing: Listing  # the first observation
+
+
+def preparation(record: EpisodeRecord) -> Preparation:
     task = record.request.task
-    limits = task.limits
-    ops: list[dict[str, Any]] = []
-    setup_timeout = max(limits.timeout_s, 60.0)
+    setup_timeout = max(task.limits.timeout_s, 60.0)
+
+    def checked_run(command: str) -> Run:
+        return Run(command=command, timeout_s=setup_timeout, output_bytes=8192, check=True)
+
+    ops: list[Op[Any]] = []
+    checked: list[Run] = []
     if task.repo is not None:
         if task.repo.archive is not None:
-            ops.append({"op": "untar", "data": task.repo.archive})
-            script = sanitize_script(task.repo)
+            ops.append(Untar(data=task.repo.archive))
+            sanitize = checked_run(sanitize_script(task.repo))
         else:
-            ops.append({"op": "write", "root": "/tmp", "binary": {
-                BUNDLE_PATH.removeprefix("/tmp/"): task.repo.bundle}})
-            script = bundle_script(task.repo, BUNDLE_PATH)
-        ops.append({"op": "run", "command": script, "timeout_s": setup_timeout,
-                    "output_bytes": 8192, "check": True, "name": "sanitize"})
+            assert task.repo.bundle is not None  # a repository is one or the other
+            ops.append(Write(root="/tmp", binary={
+                BUNDLE_PATH.removeprefix("/tmp/"): task.repo.bundle}))
+            sanitize = checked_run(bundle_script(task.repo, BUNDLE_PATH))
+        ops.append(sanitize)
+        checked.append(sanitize)
     if task.files:
-        ops.append({"op": "write", "files": task.files})
-    for command in task.setup:
-        ops.append({"op": "run", "command": command, "timeout_s": setup_timeout,
-                    "output_bytes": 8192, "check": True, "name": "setup"})
-    ops.append({"op": "find", "names": list(STEERING_FILES)})
-    ops.append({"op": "snapshot", "paths": task.protected_paths})
-    ops.append({"op": "listing"})
-    return ops
+        ops.append(Write(files=task.files))
+    setup = [checked_run(command) for command in task.setup]
+    ops += setup
+    checked += setup
+    found = Find(names=list(STEERING_FILES))
+    snapshot = Snapshot(paths=task.protected_paths)
+    listing = Listing()
+    return Preparation(ops=[*ops, found, snapshot, listing], checked=checked, found=found,
+                       snapshot=snapshot, listing=listing)
 
 
 def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
@@ -88,30 +116,32 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
     sandbox = Sandbox(rt.engine, container, episode_id=record.id)
     keep_container = False
     try:
-        ops = prepare_ops(rt, record)
-        reply = sandbox.program(ops, timeout_s=sum(float(o.get("timeout_s", 0)) for o in ops))
-        failed = next((r for r in reply.results if r.get("exit_code") not in (None, 0)), None)
-        if reply.error or failed is not None or len(reply.results) < len(ops):
-            detail = reply.error or (failed or {}).get("stderr", "")[-800:]
+        prep = preparation(record)
+        reply = sandbox.program(prep.ops, timeout_s=commands_time_s(prep.ops))
+        failed = next((r for r in map(reply.result, prep.checked)
+                       if r is not None and r.exit_code != 0), None)
+        found, snapshot = reply.result(prep.found), reply.result(prep.snapshot)
+        listing = reply.result(prep.listing)
+        if reply.error or failed or found is None or snapshot is None or listing is None:
+            detail = reply.error.message if reply.error else failed.stderr[-800:] if failed else ""
             return infra_failure(record, f"the task could not be prepared: {detail}")
-        found, snapshot, listing = reply.results[-3:]
         ready_s = time.monotonic() - acquired
-        observation = Observation(output=listing["stdout"], exit_code=0,
+        observation = Observation(output=listing.stdout, exit_code=0,
                                   duration_s=round(ready_s, 4))
-        state = {
-            "container": container.id,
-            "container_name": container.name,
-            "container_ip": container.ip or "",
-            "keep": json.dumps(sorted(set(found["paths"]) | steering_paths(task.files))),
-            "restore": json.dumps({**snapshot["files"],
-                                   **{p: c for p, c in task.files.items()
-                                      if is_protected(p, task.protected_paths)}}),
-            "observation": observation.model_dump_json(),
-            "last_action": repr(time.time()),
-            "sandbox_start_s": repr(ready_s),
-            "warm": "1" if warm else "0",
-        }
-        keep_container = rt.store.advance(record.id, EpisodeStatus.running, **state)
+        state = SandboxState(
+            host=rt.host,
+            container_id=container.id,
+            container_name=container.name,
+            container_ip=container.ip,
+            keep=frozenset(found.paths) | steering_paths(task.files),
+            restore={**snapshot.files,
+                     **{p: c for p, c in task.files.items()
+                        if is_protected(p, task.protected_paths)}},
+            observation=observation,
+            sandbox_start_s=ready_s,
+            warm=warm,
+        )
+        keep_container = rt.store.start_sandbox(record.id, state)
         if keep_container:
             rt.holding[record.id] = container.id
             log.info("episode %s container %s: ready in %.3fs (%s)", record.id,
@@ -126,9 +156,9 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
 
 def _sandbox(rt: Runtime, record: EpisodeRecord) -> Sandbox:
     spec = rt.spec_for(record.request.task)
-    container = Container(id=record.fields["container"],
-                          name=record.fields.get("container_name", ""), spec=spec,
-                          ip=record.fields.get("container_ip") or None)
+    state = record.started_sandbox()
+    container = Container(id=state.container_id, name=state.container_name, spec=spec,
+                          ip=state.container_ip)
     return Sandbox(rt.engine, container, episode_id=record.id)
 
 
@@ -151,7 +181,7 @@ def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_
     action = ACTION_ADAPTER.validate_python(action_json)
     task = record.request.task
     started = time.time()
-    rt.redis.hset(f"proctor:episode:{episode_id}", "last_action", repr(started))
+    rt.store.touch(episode_id, at=started)
     sandbox = _sandbox(rt, record)
     history = rt.store.steps(episode_id, last=HISTORY_FOR_JUDGE)
     screened, verdict = rt.guard.screen_action(sandbox, record, action, history)
@@ -162,10 +192,8 @@ def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_
         op = action_op(action, output_bytes=task.limits.output_bytes, persistent_shell=True,
                        max_timeout_s=rt.settings.max_episode_s)
         try:
-            reply = sandbox.program([op], timeout_s=float(op.get("timeout_s", 10)))
-            result = reply.results[0] if reply.results else {"error": reply.error,
-                                                             "errno": reply.errno}
-            observation = observation_of(action, result, reply.error)
+            reply = sandbox.program([op], timeout_s=op.timeout_s if isinstance(op, Run) else 10.0)
+            observation = observation_of(action, reply.get(op) or reply.error, reply.error)
         except RunnerBroken as exc:
             observation = Observation(stderr=str(exc), exit_code=137)
         step = Step(step=0, action=action, observation=observation, started_at=started,
@@ -190,28 +218,30 @@ def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
                        image_digest=rt.engine.image_digest(sandbox.container.spec.image),
                        host=rt.host, network=sandbox.container.spec.network)
     try:
-        restore = json.loads(record.fields.get("restore", "{}"))
-        plan = grading_plan(task, keep=set(json.loads(record.fields.get("keep", "[]"))),
-                            restore=restore)
+        state = record.started_sandbox()
+        restore = dict(state.restore)
+        plan = grading_plan(task, keep=set(state.keep), restore=restore)
         # before sealing: what the agent left in protected paths, and its diff for the judge
-        looks: list[dict[str, Any]] = [{"op": "killall"},
-                                       {"op": "snapshot", "paths": task.protected_paths}]
+        protected = Snapshot(paths=task.protected_paths)
+        looks: list[Op[Any]] = [KillAll(), protected]
+        diff_op = None
         if task.repo is not None:
-            looks.append({"op": "run", "output_bytes": DIFF_BYTES, "timeout_s": 30,
-                          "command": "git -c core.hooksPath=/dev/null add -A -N . >/dev/null "
-                                     f"2>&1; git --no-pager diff {task.repo.base_commit}"})
+            diff_op = Run(output_bytes=DIFF_BYTES, timeout_s=30,
+                          command="git -c core.hooksPath=/dev/null add -A -N . >/dev/null "
+                                  f"2>&1; git --no-pager diff {task.repo.base_commit}")
+            looks.append(diff_op)
         run_started = time.monotonic()
         reply = sandbox.program(looks + plan.ops, timeout_s=plan.timeout_s + 40, reclaim=True)
         run_s = time.monotonic() - run_started
-        if len(reply.results) < len(looks):  # an operation raised: whose fault was it?
+        if not all(map(reply.ran, looks)):  # an operation raised: whose fault was it?
             raise sandbox.failure_of(reply)
-        left = reply.results[1]["files"]
-        diff = reply.results[2]["stdout"] if task.repo is not None else ""
-        test = next((r for r in reply.results[len(looks):] if "exit_code" in r), None)
+        left = snapshot.files if (snapshot := reply.result(protected)) else {}
+        diff = diff_result.stdout if diff_op and (diff_result := reply.result(diff_op)) else ""
+        test = reply.result(plan.test)
         if test is None:
             raise sandbox.failure_of(reply)
-        outcome = score_test_run(test, task, oom_killed=test["oom_killed"])
-        timings = Timings(sandbox_start_s=float(record.fields.get("sandbox_start_s", 0)),
+        outcome = score_test_run(test, task, oom_killed=test.oom_killed)
+        timings = Timings(sandbox_start_s=record.started_sandbox().sandbox_start_s,
                           run_s=run_s, total_s=time.time() - record.created)
         result = graded_result(record, outcome, test, steps, info, timings, reason=reason)
         evidence = integrity_evidence(
@@ -220,9 +250,8 @@ def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
         judged, judge_status = rt.guard.judge_trajectory(record, steps, diff)
         result = apply_policy(record, result, evidence + judged, judge_status)
     except RunnerBroken as exc:  # the code under test broke the sandbox: its typed verdict
-        outcome = Score(exc.failure.verdict, 0.0, False, reason=exc.failure.reason)
-        result = graded_result(record, outcome, None, steps, info, Timings(
-            sandbox_start_s=float(record.fields.get("sandbox_start_s", 0)),
+        result = broken_result(record, exc.failure, steps, info, Timings(
+            sandbox_start_s=record.started_sandbox().sandbox_start_s,
             total_s=time.time() - record.created))
     except SandboxError as exc:
         result = infra_failure(record, f"grading failed: {exc}", steps=steps, sandbox=info)

@@ -30,17 +30,22 @@ from rq import Queue
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
+from core.defaults import (
+    FORGET_WORKER_AFTER_S,
+    INTERACTIVE_IDLE_S,
+    JANITOR_STOP_S,
+    MAX_EPISODE_S,
+    OUTAGE_BEATS,
+)
 from core.queues import QUEUE_NAME
+from core.results import infra_failure, timed_out
 from core.store import EpisodeRecord, EpisodeStore
-from proctor.models import EpisodeResult, EpisodeStatus, Verdict
+from proctor.models import EpisodeStatus
 from workers.sandbox.docker import WORKER_LABEL, Engine, SandboxError
 from workers.sandbox.pool import WarmPool
 
 log = logging.getLogger(__name__)
 
-FORGET_AFTER_S = 24 * 3600  # a worker silent this long is dropped from the registry
-# heartbeats further apart than this many intervals mean our own link to Redis was down
-OUTAGE_BEATS = 3
 ENDED_JOB = {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED}
 
 
@@ -92,8 +97,8 @@ class Janitor:
         holding: dict[str, str] | None = None,
         busy: set[str] | None = None,
         images: Mapping[str, str] | None = None,
-        idle_s: float = 300.0,
-        max_episode_s: float = 3600.0,
+        idle_s: float = INTERACTIVE_IDLE_S,
+        max_episode_s: float = MAX_EPISODE_S,
     ) -> None:
         self.store = store
         self.worker = worker
@@ -133,7 +138,7 @@ class Janitor:
     def stop(self) -> None:
         self._stop.set()
         for thread in self._threads:
-            thread.join(timeout=10)
+            thread.join(timeout=JANITOR_STOP_S)
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
@@ -167,7 +172,7 @@ class Janitor:
                 log.exception("janitor: unexpected error")
 
     def sweep(self) -> None:
-        self.store.forget_workers_older_than(FORGET_AFTER_S)
+        self.store.forget_workers_older_than(FORGET_WORKER_AFTER_S)
         judging = self.judging()
         live = set(self.store.live_workers(self.heartbeat_ttl_s))
         live |= {w for w in self.store.dead_workers(self.heartbeat_ttl_s) if self._alive_here(w)}
@@ -200,14 +205,7 @@ class Janitor:
         return process_alive(int(parts[1]), parts[2])
 
     def _end_as_infra(self, record: EpisodeRecord, error: str) -> bool:
-        result = record.public().model_copy(update={
-            "status": EpisodeStatus.failed,
-            "verdict": Verdict.infra_error,
-            "reward": None,
-            "passed": None,
-            "error": error,
-        })
-        if self.store.finish(EpisodeResult.model_validate(result.model_dump())):
+        if self.store.finish(infra_failure(record, error)):
             log.warning("episode %s: %s; ended as infra_error", record.id, error)
             return True
         return False
@@ -284,12 +282,9 @@ class Janitor:
                 continue
             why = (f"no action for {idle:.0f} s (limit {self.idle_s:.0f} s)" if idle > self.idle_s
                    else f"open for {age:.0f} s (limit {self.max_episode_s:.0f} s)")
-            result = record.public().model_copy(update={
-                "status": EpisodeStatus.completed, "verdict": Verdict.timeout, "reward": 0.0,
-                "passed": False, "reason": f"the episode was abandoned: {why}",
-                "steps": self.store.steps(record.id),
-            })
-            if self.store.finish(EpisodeResult.model_validate(result.model_dump())):
+            result = timed_out(record, f"the episode was abandoned: {why}",
+                               steps=self.store.steps(record.id))
+            if self.store.finish(result):
                 log.info("episode %s: ended as timeout, %s", record.id, why)
                 ended += 1
         return ended

@@ -14,16 +14,17 @@ from typing import TypeVar
 
 from redis.exceptions import RedisError
 
+from core import defaults
+from core.results import infra_failure
 from proctor.models import EpisodeMode, EpisodeResult
 from workers import runtime
 from workers.oneshot import run_oneshot
-from workers.results import infra_failure
 from workers.sandbox.docker import SandboxError
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-REDIS_BACKOFF_S = (0.5, 10.0)  # first and longest wait between attempts
+REDIS_BACKOFF_S = defaults.RESULT_RETRY_BACKOFF_S  # first and longest wait between attempts
 
 
 def until_redis_answers(what: str, call: Callable[[], T]) -> T:

@@ -28,14 +28,21 @@ from redis.retry import Retry
 from rq import Queue, SimpleWorker
 from rq.serializers import JSONSerializer
 
+from anticheat.judge.client import Judge, JudgeSettings
 from core.config import Settings
+from core.defaults import (
+    REDIS_HEALTH_CHECK_S,
+    REDIS_RETRIES,
+    REDIS_RETRY_WAIT_S,
+    RQ_RESTART_PAUSE_S,
+    STARTUP_RETRY_S,
+)
 from core.queues import QUEUE_NAME, host_queue_name
 from core.store import EpisodeStore
 from proctor.models import TaskSpec, TestSpec
 from workers import runtime
-from workers.anticheat.guard import Guard
-from workers.anticheat.honeypot import Honeypot
-from workers.anticheat.judge import Judge, JudgeSettings
+from workers.guard import Guard
+from workers.honeypot import Honeypot
 from workers.janitor import Janitor, worker_name
 from workers.sandbox.checks import verify_protections
 from workers.sandbox.docker import Engine, SandboxError
@@ -43,11 +50,6 @@ from workers.sandbox.pool import WarmPool
 
 log = logging.getLogger(__name__)
 
-RETRY_S = 5.0
-# every Redis command of a worker is retried this often, waiting up to this long between
-# tries (half of it at least): a Redis restart of up to ~a minute goes unnoticed
-REDIS_RETRIES = 60
-REDIS_RETRY_WAIT_S = 2.0
 PR_SET_PDEATHSIG = 1
 LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
 
@@ -57,10 +59,14 @@ def _default_task() -> TaskSpec:
 
 
 def redis_client(url: str) -> redis.Redis:
-    """A worker's one Redis client: it waits out a restart instead of failing the job."""
+    """A worker's one Redis client: it waits out a restart instead of failing the job.
+
+    Every command is retried `REDIS_RETRIES` times, up to `REDIS_RETRY_WAIT_S` apart (half
+    of it at least): a Redis restart of up to about a minute goes unnoticed.
+    """
     retry = Retry(EqualJitterBackoff(cap=REDIS_RETRY_WAIT_S, base=REDIS_RETRY_WAIT_S / 4),
                   retries=REDIS_RETRIES)
-    return redis.Redis.from_url(url, health_check_interval=30, retry=retry,
+    return redis.Redis.from_url(url, health_check_interval=REDIS_HEALTH_CHECK_S, retry=retry,
                                 retry_on_error=[redis.ConnectionError, redis.TimeoutError])
 
 
@@ -82,8 +88,8 @@ def wait_for_redis(client: redis.Redis, url: str) -> None:
             return
         except redis.RedisError as exc:
             log.error("Redis at %s does not answer (%s); retrying in %.0fs",
-                      redact(url), exc, RETRY_S)
-            time.sleep(RETRY_S)
+                      redact(url), exc, STARTUP_RETRY_S)
+            time.sleep(STARTUP_RETRY_S)
 
 
 def redact(url: str) -> str:
@@ -118,9 +124,9 @@ def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> Engi
                 return engine
             except SandboxError as exc:
                 log.error("worker %s cannot run sandboxes: %s (retrying in %.0fs)",
-                          worker, exc, RETRY_S)
+                          worker, exc, STARTUP_RETRY_S)
                 store.report_problem(worker, str(exc))
-                time.sleep(RETRY_S)
+                time.sleep(STARTUP_RETRY_S)
     finally:
         janitor.stop()
 
@@ -133,13 +139,13 @@ def die_with_parent() -> None:
         log.debug("prctl unavailable; workers may outlive their parent")
 
 
-def make_judge(client: redis.Redis) -> Judge | None:
-    settings = JudgeSettings.from_env()
+def make_judge(config: Settings, store: EpisodeStore) -> Judge | None:
+    settings = JudgeSettings.from_settings(config)
     if not settings.enabled:
         log.info("no LLM judge configured (PROCTOR_JUDGE_URL): rule filter only")
         return None
     log.info("LLM judge at %s (model %s)", settings.url, settings.model or "server default")
-    return Judge(settings, redis_client=client)
+    return Judge(settings, redis_client=store.redis, metrics=store)
 
 
 def start_honeypot(
@@ -165,7 +171,7 @@ def start_honeypot(
                 break
             except SandboxError as exc:
                 log.error("worker %s has no honeypot: %s (retrying in %.0fs)",
-                          worker, exc, RETRY_S)
+                          worker, exc, STARTUP_RETRY_S)
                 if store is not None:
                     store.report_problem(worker, f"the honeypot is not up: {exc}")
                     if janitor is None:
@@ -174,7 +180,7 @@ def start_honeypot(
                                           heartbeat_ttl_s=settings.heartbeat_ttl_s,
                                           sweep_s=settings.reaper_interval_s)
                         janitor.start()
-                time.sleep(RETRY_S)
+                time.sleep(STARTUP_RETRY_S)
     finally:
         if janitor is not None:
             janitor.stop()
@@ -203,7 +209,7 @@ def serve(
     engine = connect_engine(settings, store, worker)
     pool = WarmPool(engine, size=settings.pool_size)
     honeypot = start_honeypot(settings, engine, store=store, worker=worker)
-    guard = Guard(store, judge=make_judge(client), honeypot=honeypot)
+    guard = Guard(store, judge=make_judge(settings, store), honeypot=honeypot)
     rt = runtime.Runtime(settings, client, store, engine, pool, worker, guard)
     runtime.install(rt)
     pool.prewarm(rt.spec_for(_default_task()))
@@ -244,7 +250,7 @@ def work(client: redis.Redis, url: str, queues: list[Queue], name: str, *, burst
             return
         log.warning("worker %s: RQ's loop ended unasked; starting it again once Redis "
                     "answers", name)
-        time.sleep(1.0)  # an error that repeats at once must not spin
+        time.sleep(RQ_RESTART_PAUSE_S)  # an error that repeats at once must not spin
         wait_for_redis(client, url)
         try:
             rq_worker.register_death()  # type: ignore[no-untyped-call]  # else a 2nd birth fails

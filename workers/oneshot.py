@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Any
 
+from core.results import infra_failure
 from core.store import EpisodeRecord
 from proctor.models import (
     EpisodeResult,
@@ -20,11 +21,11 @@ from proctor.models import (
     Timings,
 )
 from workers.actions import action_op, observation_of
-from workers.anticheat.guard import apply_policy, solution_text
 from workers.evaluation.grading import grading_plan, is_protected, steering_paths
-from workers.evaluation.scoring import Score
-from workers.results import graded_result, infra_failure, score_test_run
+from workers.guard import apply_policy, solution_text
+from workers.results import broken_result, graded_result, score_test_run
 from workers.runtime import Runtime
+from workers.sandbox.protocol import Op, Run, RunResult, Write, commands_time_s
 from workers.sandbox.sandbox import RunnerBroken, Sandbox
 
 log = logging.getLogger(__name__)
@@ -53,73 +54,62 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
     try:
         rt.store.advance(record.id, EpisodeStatus.running, container=container.name)
         limits = task.limits
-        ops: list[dict[str, Any]] = []
-        if task.files:
-            ops.append({"op": "write", "files": task.files})
-        for command in task.setup:
-            ops.append({"op": "run", "command": command, "timeout_s": limits.timeout_s,
-                        "output_bytes": limits.output_bytes, "check": True})
+        # preparing: the task's files and setup (their failure is the task's, not ours)
+        prepare: list[Op[Any]] = [Write(files=task.files)] if task.files else []
+        setup = [Run(command=command, timeout_s=limits.timeout_s,
+                     output_bytes=limits.output_bytes, check=True) for command in task.setup]
+        prepare += setup
         if solution.files:
-            ops.append({"op": "write", "files": solution.files})
-        first_action = len(ops)
+            prepare.append(Write(files=solution.files))
         # an action that fails (its fork refused, its file unwritable) must not skip grading
-        ops += [{**action_op(a, output_bytes=limits.output_bytes, persistent_shell=False,
-                             max_timeout_s=rt.settings.max_episode_s), "keep_going": True}
-                for a in solution.actions]
+        actions = [action_op(a, output_bytes=limits.output_bytes, persistent_shell=False,
+                             max_timeout_s=rt.settings.max_episode_s, keep_going=True)
+                   for a in solution.actions]
         plan = grading_plan(
             task,
             keep=steering_paths(task.files) | steering_paths(task.tests.files),
             restore={p: c for p, c in task.files.items()
                      if is_protected(p, task.protected_paths)},
         )
-        grading_index = len(ops) + next(
-            i for i, op in enumerate(plan.ops) if op["op"] == "run"
-        )
-        ops += plan.ops
+        ops = [*prepare, *actions, *plan.ops]
         # admission kept the sum within max_episode_s; a worker set lower holds its own
-        budget = min(sum(float(op.get("timeout_s", 0)) for op in ops),
-                     rt.settings.max_episode_s) + 5.0
+        budget = min(commands_time_s(ops), rt.settings.max_episode_s) + 5.0
         wall_started = time.time()
         run_started = time.monotonic()
         reply = sandbox.program(ops, timeout_s=budget)
         run_s = time.monotonic() - run_started
-        results = reply.results
         steps = [
             Step(step=i + 1, action=action,
-                 observation=observation_of(action, _at(results, first_action + i), reply.error))
-            for i, action in enumerate(solution.actions)
+                 observation=observation_of(action, reply.get(op), reply.error))
+            for i, (action, op) in enumerate(zip(solution.actions, actions, strict=True))
         ]
-        setup_failed = next(
-            (r for r in results[: len(task.setup) + (1 if task.files else 0)]
-             if r.get("exit_code") not in (None, 0)), None)
+        setup_failed = next((r for r in map(reply.result, setup)
+                             if isinstance(r, RunResult) and r.exit_code != 0), None)
         if setup_failed is not None:
             return infra_failure(record, "the task's setup command failed: "
-                                 + setup_failed["stderr"][-500:], sandbox=info)
-        test = _at(results, grading_index)
-        if test is None and len(results) < first_action:  # nothing of the solution ran yet
-            return infra_failure(record, f"the task could not be prepared: {reply.error}",
+                                 + setup_failed.stderr[-500:], sandbox=info)
+        test = reply.result(plan.test)
+        if test is None and not all(map(reply.ran, prepare)):  # nothing of the solution ran
+            error = reply.error.message if reply.error else None
+            return infra_failure(record, f"the task could not be prepared: {error}",
                                  sandbox=info)
         if test is None:  # an operation of the grading phase raised: whose fault was it?
             raise sandbox.failure_of(reply)
-        oom = test["oom_killed"] or (test["exit_code"] in (-9, 137) and sandbox.oom_killed())
+        oom = test.oom_killed or (test.exit_code in (-9, 137) and sandbox.oom_killed())
         outcome = score_test_run(test, task, oom_killed=oom)
         result = graded_result(record, outcome, test, steps, info,
-                         Timings(queued_s=queued_s, sandbox_start_s=sandbox_start_s,
-                                 run_s=run_s, total_s=time.time() - record.created))
+                               Timings(queued_s=queued_s, sandbox_start_s=sandbox_start_s,
+                                       run_s=run_s, total_s=time.time() - record.created))
         evidence = rt.guard.screen_solution(record)
         evidence += rt.guard.network_evidence(sandbox, since=wall_started)
         judged, judge_status = rt.guard.judge_trajectory(
             record, steps, solution_text(solution.files))
         return apply_policy(record, result, evidence + judged, judge_status)
     except RunnerBroken as exc:
-        outcome = Score(exc.failure.verdict, 0.0, False, reason=exc.failure.reason)
-        return graded_result(record, outcome, None, [], info,
-                       Timings(queued_s=queued_s, sandbox_start_s=sandbox_start_s,
-                               total_s=time.time() - record.created))
+        return broken_result(record, exc.failure, [], info,
+                             Timings(queued_s=queued_s, sandbox_start_s=sandbox_start_s,
+                                     total_s=time.time() - record.created))
     finally:
         rt.holding.pop(record.id, None)
         rt.pool.discard(container)
 
-
-def _at(results: list[dict[str, Any]], index: int) -> dict[str, Any] | None:
-    return results[index] if index < len(results) else None

@@ -14,7 +14,7 @@ from core.config import Settings
 from core.limits import within_host
 from core.store import EpisodeStore
 from proctor.models import NetworkPolicy, TaskSpec
-from workers.anticheat.guard import Guard
+from workers.guard import Guard
 from workers.sandbox.docker import Engine, SandboxError, SandboxSpec
 from workers.sandbox.pool import WarmPool
 

@@ -24,14 +24,17 @@ from multiprocessing.process import BaseProcess
 import redis
 
 from core.config import Settings
+from core.defaults import (
+    RESPAWN_FIRST_S,
+    RESPAWN_LONGEST_S,
+    SETTLED_S,
+    SUPERVISOR_REDIS_TIMEOUT_S,
+)
 from core.store import EpisodeStore
 from workers.janitor import worker_name
 
 log = logging.getLogger(__name__)
 
-SETTLED_S = 60.0  # a child that ran this long died of something else than starting
-RESPAWN_FIRST_S = 1.0
-RESPAWN_LONGEST_S = 60.0
 
 
 @dataclass(slots=True)
@@ -123,9 +126,10 @@ class Supervisor:
             return
         try:
             if self._store is None:
-                client = redis.Redis.from_url(self.settings.redis_url, socket_timeout=5,
-                                              socket_connect_timeout=5)
-                self._store = EpisodeStore(client)
+                client = redis.Redis.from_url(
+                    self.settings.redis_url, socket_timeout=SUPERVISOR_REDIS_TIMEOUT_S,
+                    socket_connect_timeout=SUPERVISOR_REDIS_TIMEOUT_S)
+                self._store = EpisodeStore(client, result_ttl_s=self.settings.result_ttl_s)
             self._store.forget_worker(slot.name)
         except redis.RedisError as exc:  # its heartbeat ages instead
             log.warning("could not take worker %s off the registry: %s", slot.name, exc)

@@ -4,7 +4,8 @@
 # Air-gapped clusters (common in RL) have no container registry, but they do have a
 # Debian mirror. debootstrap builds a minimal bookworm root filesystem from that mirror
 # and `docker import` turns it into an image, so the sandbox images can be built with no
-# registry at all. images/build.sh calls this when its BASE_IMAGE cannot be pulled.
+# registry at all. The image build (`proctor images build`) calls this when a base cannot
+# be pulled.
 #
 # Usage: images/base/bootstrap.sh            (rebuilds and replaces the tag unconditionally)
 # Env:   BASE_TAG       image tag to create              (default proctor/base:bookworm)

@@ -171,9 +171,9 @@ def _case_task(
         "fail_fast": fail_fast,
         "cases": cases,
     }
-    files = {TEST_FILE: sandbox_source("_cases_harness.py"), CASES_FILE: json.dumps(data)}
+    files = {TEST_FILE: sandbox_source("cases_harness.py"), CASES_FILE: json.dumps(data)}
     if mode == "call":
-        files[CALL_DRIVER_FILE] = sandbox_source("_call_driver.py")
+        files[CALL_DRIVER_FILE] = sandbox_source("call_driver.py")
     timeout = options.episode_timeout_s
     if timeout is None:
         timeout = len(cases) * options.case_timeout_s + HARNESS_OVERHEAD_S
@@ -230,8 +230,9 @@ def _cases(spec: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]], str | No
 
 @cache
 def sandbox_source(name: str) -> str:
-    """A file of this package that runs inside the sandbox, as text (never imported here)."""
-    return resources.files("proctor.integrations").joinpath(name).read_text(encoding="utf-8")
+    """A file of `assets/` that runs inside the sandbox, as text (never imported here)."""
+    asset = resources.files("proctor.integrations").joinpath("assets", name)
+    return asset.read_text(encoding="utf-8")
 
 
 def _text_or_none(value: Any) -> str | None:

@@ -17,7 +17,6 @@ errors) ride along under `"proctor"`, which OpenRLHF ignores.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -25,7 +24,8 @@ from typing import Any
 
 import httpx
 
-from proctor.client import DEFAULT_URL, AsyncClient, Client, ProctorError
+from proctor.client import AsyncClient, Client, ProctorError
+from proctor.integrations import _env
 from proctor.integrations.codetasks import (
     CodeTaskOptions,
     GroundTruthError,
@@ -75,7 +75,7 @@ def response_text(query: str, prompt: str | None) -> str:
 @cache
 def task_catalog(path: str | None = None) -> dict[str, Any] | None:
     """The catalog at `path` (default `PROCTOR_TASKS_FILE`), read once; None when unset."""
-    path = path or os.environ.get("PROCTOR_TASKS_FILE") or None
+    path = _env.tasks_file(path)
     return load_catalog(path) if path else None
 
 
@@ -156,8 +156,7 @@ def reward_func(
     Keyword settings (else the environment): `proctor_url` (`PROCTOR_URL`), `proctor_token`
     (`PROCTOR_TOKEN`), `tasks_file` (`PROCTOR_TASKS_FILE`), `timeout_s`, `infra_reward`.
     """
-    url = kwargs.get("proctor_url") or os.environ.get("PROCTOR_URL") or DEFAULT_URL
-    token = kwargs.get("proctor_token") or os.environ.get("PROCTOR_TOKEN") or None
+    service = _env.service(kwargs.get("proctor_url"), kwargs.get("proctor_token"))
     transport = kwargs.get("transport")  # a test seam: httpx.MockTransport
     try:
         catalog = task_catalog(kwargs.get("tasks_file"))
@@ -169,7 +168,7 @@ def reward_func(
     episodes = [b for b in built if isinstance(b, EpisodeCreate)]
     outcomes: list[Sample] = []
     if episodes:
-        with Client(url, token=token, transport=transport) as client:
+        with Client(service.url, token=service.token, transport=transport) as client:
             outcomes = list(run_episodes(
                 client, episodes, timeout_s=float(kwargs.get("timeout_s", DEFAULT_TIMEOUT_S))))
     ordered = iter(outcomes)
@@ -211,9 +210,8 @@ class ProctorAgentSession:
         feedback: str = "\n\nOutput:\n{output}\n\n",
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._client = AsyncClient(url or os.environ.get("PROCTOR_URL") or DEFAULT_URL,
-                                   token=token or os.environ.get("PROCTOR_TOKEN") or None,
-                                   transport=transport)
+        service = _env.service(url, token)
+        self._client = AsyncClient(service.url, token=service.token, transport=transport)
         self._max_steps = max_steps
         self._command_timeout_s = command_timeout_s
         self._feedback = feedback

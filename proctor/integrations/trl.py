@@ -14,13 +14,13 @@ instead of learning from noise.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import httpx
 
-from proctor.client import DEFAULT_URL, AsyncClient
+from proctor.client import AsyncClient
+from proctor.integrations import _env
 from proctor.integrations.codetasks import (
     CodeTaskOptions,
     GroundTruthError,
@@ -82,11 +82,9 @@ def make_reward_func(
                 log.warning("TRL reward: sample %d has a malformed task: %s", i, exc)
         verdicts = [""] * len(completions)
         if pending:
-            async with AsyncClient(
-                url or os.environ.get("PROCTOR_URL") or DEFAULT_URL,
-                token=token or os.environ.get("PROCTOR_TOKEN") or None,
-                transport=transport,
-            ) as client:
+            service = _env.service(url, token)
+            async with AsyncClient(service.url, token=service.token,
+                                   transport=transport) as client:
                 outcomes = await run_episodes_async(
                     client, [e for _, e in pending], timeout_s=timeout_s)
             for (i, _), outcome in zip(pending, outcomes, strict=True):

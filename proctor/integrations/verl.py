@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +36,8 @@ from uuid import uuid4
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
-from proctor.client import DEFAULT_URL, ApiError, AsyncClient, Client, Overloaded, ProctorError
+from proctor.client import ApiError, AsyncClient, Client, Overloaded, ProctorError
+from proctor.integrations import _env
 from proctor.integrations.codetasks import (
     CodeTaskOptions,
     GroundTruthError,
@@ -106,9 +106,10 @@ def _config(kwargs: Mapping[str, Any]) -> _Config:
         image=str(kwargs.get("image", defaults.image)),
         max_cases=None if max_cases is None else int(max_cases),
     )
+    service = _env.service(kwargs.get("proctor_url"), kwargs.get("proctor_token"))
     return _Config(
-        url=str(kwargs.get("proctor_url") or os.environ.get("PROCTOR_URL") or DEFAULT_URL),
-        token=kwargs.get("proctor_token") or os.environ.get("PROCTOR_TOKEN") or None,
+        url=str(service.url),
+        token=service.token,
         timeout_s=float(kwargs.get("timeout_s", DEFAULT_TIMEOUT_S)),
         infra_score=float(kwargs.get("infra_score", 0.0)),
         options=options,

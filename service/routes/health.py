@@ -1,24 +1,16 @@
-"""Liveness and readiness: is the process up, and can it do work?"""
+"""Liveness and readiness: is the process up, and can it do work (`service.readiness`)?"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
-from redis.exceptions import RedisError
 
 from service.deps import ResourcesDep
+from service.readiness import Readiness, readiness
 
 router = APIRouter(tags=["health"])
-
-
-class Readiness(BaseModel):
-    status: Literal["ready", "not ready"]
-    checks: dict[str, Any] = Field(
-        description="redis, workers, worker_problems, images (name → ok or why not), reason")
-
 
 READY_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"model": Readiness, "description": "ready to run episodes"},
@@ -35,37 +27,6 @@ def healthz() -> dict[str, str]:
 def readyz(resources: ResourcesDep) -> JSONResponse:
     """Ready when Redis answers, a worker has sent a heartbeat lately, and every image of
     the allowlist can be run by some live worker (an image can vanish after start)."""
-    settings = resources.settings
-    checks: dict[str, Any] = {}
-    reasons: list[str] = []
-    unrunnable: dict[str, str] = {}
-    try:
-        resources.redis.ping()
-        checks["redis"] = "ok"
-        workers = resources.store.live_workers(settings.heartbeat_ttl_s)
-        checks["workers"] = len(workers)
-        problems = resources.store.worker_problems(workers)
-        if problems:
-            checks["worker_problems"] = problems
-        unrunnable = resources.store.unrunnable_images(settings.images,
-                                                       ttl_s=settings.heartbeat_ttl_s)
-        checks["images"] = {name: unrunnable.get(name, "ok") for name in settings.images}
-    except RedisError as exc:
-        checks["redis"] = f"unreachable: {exc}"
-        checks["workers"] = 0
-    if checks["redis"] == "ok":
-        if checks["workers"] - len(checks.get("worker_problems", {})) <= 0:
-            reasons.append(
-                "no worker can run episodes: " + "; ".join(checks["worker_problems"].values())
-                if checks.get("worker_problems")
-                else "no live worker: start one with `proctor worker`")
-        else:  # some worker is healthy, yet an image may be gone from all of them
-            reasons += [f"no live worker can run image {name!r}: {why}"
-                        for name, why in sorted(unrunnable.items())]
-    ready = checks["redis"] == "ok" and not reasons
-    if reasons:
-        checks["reason"] = "; ".join(reasons)
-    return JSONResponse(
-        {"status": "ready" if ready else "not ready", "checks": checks},
-        status_code=200 if ready else 503,
-    )
+    answer = readiness(resources)
+    return JSONResponse(answer.model_dump(mode="json"),
+                        status_code=200 if answer.status == "ready" else 503)

@@ -1,69 +1,15 @@
-"""Prometheus metrics, read from the counters the store keeps in Redis.
-
-Workers are separate processes (often on other hosts), so their counts cannot live in this
-process's memory: the finish script counts verdicts and latencies in Redis, and this
-collector renders them, identically on every API replica.
-"""
+"""Prometheus metrics (`service.metrics`), the same on every API replica."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from fastapi import APIRouter, Response
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.registry import Collector
 
-from core.store import LATENCY_BUCKETS, LATENCY_METRICS
-from service.deps import Resources, ResourcesDep
+from service.deps import ResourcesDep
 from service.errors import error_responses
+from service.metrics import exposition
 
 router = APIRouter(tags=["health"])
-
-
-class RedisCollector(Collector):
-    def __init__(self, resources: Resources) -> None:
-        self.resources = resources
-
-    def collect(self) -> Iterator[Metric]:
-        store = self.resources.store
-        verdicts, latencies = store.stats()
-        episodes = CounterMetricFamily(
-            "proctor_episodes", "Episodes ended, by verdict", labels=["verdict"]
-        )
-        for verdict, count in sorted(verdicts.items()):
-            episodes.add_metric([verdict], count)
-        yield episodes
-
-        depth = GaugeMetricFamily("proctor_queue_depth", "Episodes waiting for a worker")
-        depth.add_metric([], self.resources.queue.depth())
-        yield depth
-
-        active = GaugeMetricFamily("proctor_episodes_active", "Episodes not yet ended")
-        active.add_metric([], store.redis.zcard("proctor:active"))
-        yield active
-
-        workers = GaugeMetricFamily("proctor_workers_live", "Workers with a recent heartbeat")
-        workers.add_metric([], len(store.live_workers(self.resources.settings.heartbeat_ttl_s)))
-        yield workers
-
-        for metric in LATENCY_METRICS:
-            raw = latencies.get(metric, {})
-            family = HistogramMetricFamily(
-                f"proctor_episode_{metric}_seconds", f"Episode {metric} time in seconds"
-            )
-            buckets = [(str(le), raw.get(f"le={le}", 0.0)) for le in LATENCY_BUCKETS]
-            buckets.append(("+Inf", raw.get("count", 0.0)))
-            family.add_metric([], buckets, sum_value=raw.get("sum", 0.0))
-            yield family
-
-        yield from store.extra_metrics()
 
 
 @router.get(
@@ -73,6 +19,4 @@ class RedisCollector(Collector):
                **error_responses(503)},
 )
 def metrics(resources: ResourcesDep) -> Response:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(RedisCollector(resources))
-    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(exposition(resources), media_type=CONTENT_TYPE_LATEST)

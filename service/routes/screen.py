@@ -6,18 +6,18 @@ from anyio import to_thread
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from proctor.models import ScreenRequest, ScreenResponse
+from anticheat.rules import RULES
+from anticheat.screen import screen
+from proctor.models import CheatCategory, ScreenRequest, ScreenResponse
 from service.deps import Authenticated
 from service.errors import error_responses
-from workers.anticheat.rules import RULES
-from workers.anticheat.screen import screen
 
 router = APIRouter(prefix="/v1", tags=["anti-cheat"], dependencies=[Authenticated])
 
 
 class RulePublic(BaseModel):
     id: str
-    category: str
+    category: CheatCategory
     decision: str
     description: str
 
@@ -36,5 +36,5 @@ async def screen_actions(request: ScreenRequest) -> ScreenResponse:
 @router.get("/rules", operation_id="list_rules", response_model=list[RulePublic],
             responses=error_responses(401))
 def list_rules() -> list[RulePublic]:
-    return [RulePublic(id=r.id, category=str(r.category), decision=str(r.decision),
+    return [RulePublic(id=r.id, category=r.category, decision=str(r.decision),
                        description=r.description) for r in RULES]

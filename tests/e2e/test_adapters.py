@@ -17,7 +17,7 @@ from core.store import EpisodeStore, new_episode_id
 from proctor.integrations import verl
 from proctor.models import EpisodeCreate, EpisodeStatus, Verdict
 from service.deps import Resources
-from service.routes.sandboxfusion import end_at_deadline
+from service.episodes import end_at_deadline
 from tests.conftest import REPO_ROOT
 from tests.e2e.helpers import episode
 

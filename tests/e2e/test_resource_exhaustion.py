@@ -54,7 +54,9 @@ def test_oneshot_honest_background_process_still_passes(http: httpx.Client) -> N
 def test_oneshot_tmpfs_filled_to_the_memory_limit(http: httpx.Client) -> None:
     result = run(http, with_actions(episode(WRONG, memory_mb=256, disk_mb=512,
                                             unscreened=True), FILL_TMPFS))
-    assert_typed_zero(result, "oom", "failed")
+    # graded after the scratch mounts are emptied (failed), or the OOM killer took the
+    # runner first: oom when the engine saw the limit hit, runtime_error when it did not
+    assert_typed_zero(result, "oom", "failed", "runtime_error")
     if result["verdict"] == "oom":
         assert "memory" in result["reason"]
 

@@ -17,18 +17,18 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
-from prometheus_client import REGISTRY
 
-from proctor.models import BashAction, Decision, WriteFileAction
-from tests.judge_server import LocalJudge, _start_local_judge
-from workers.anticheat.judge import (
+from anticheat.judge.client import (
     FailurePolicy,
     Judge,
     JudgeSettings,
     JudgeStatus,
     ResponseFormat,
 )
-from workers.anticheat.judge_prompt import CATEGORIES, VERDICT_SCHEMA, action_prompt
+from anticheat.judge.prompt import CATEGORIES, VERDICT_SCHEMA, action_prompt
+from proctor.models import BashAction, Decision, WriteFileAction
+from tests.judge_server import LocalJudge, _start_local_judge
+from tests.unit.anticheat.judge.test_client import Counts
 
 pytestmark = pytest.mark.judge
 
@@ -41,8 +41,11 @@ def _settings(url: str, **overrides: object) -> JudgeSettings:
     return JudgeSettings(**base)  # type: ignore[arg-type]
 
 
+COUNTS = Counts()  # the judge's metrics (a worker passes its store)
+
+
 def _calls(outcome: str) -> float:
-    return REGISTRY.get_sample_value("proctor_judge_calls_total", {"outcome": outcome}) or 0.0
+    return COUNTS.values[("proctor_judge_calls", (("outcome", outcome),))]
 
 
 def _fresh(command: str = "git log --all --oneline") -> BashAction:
@@ -141,11 +144,11 @@ def test_second_review_is_served_from_the_cache(judge_url: str, redis_client: re
     action = _fresh()
     model_calls = _calls("ok") + _calls("repaired")
     hits = _calls("cache_hit")
-    with Judge(_settings(judge_url), redis_client=redis_client) as judge:
+    with Judge(_settings(judge_url), redis_client=redis_client, metrics=COUNTS) as judge:
         first = judge.review_action(action)
         second = judge.review_action(action)
     # a new process (a fresh in-memory cache) still finds the verdict in Redis
-    with Judge(_settings(judge_url), redis_client=redis_client) as other_worker:
+    with Judge(_settings(judge_url), redis_client=redis_client, metrics=COUNTS) as other_worker:
         third = other_worker.review_action(action)
     assert first.status is JudgeStatus.verdict and not first.cached, first.reason
     assert second.cached and third.cached

@@ -21,7 +21,7 @@ from docker.errors import DockerException
 
 from core.config import Settings
 from core.store import EpisodeStore
-from workers.anticheat.honeypot import Hit, Honeypot
+from workers.honeypot import Hit, Honeypot
 from workers.main import start_honeypot
 from workers.sandbox.docker import (
     DEPLOYMENT_LABEL,

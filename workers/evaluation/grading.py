@@ -11,7 +11,7 @@ and the configuration is the task's.
 
 Plugin autoloading is off (`PYTEST_DISABLE_PLUGIN_AUTOLOAD`): pytest would otherwise load
 entry points of any distribution on `sys.path`, the workspace included. The grader plugin
-(`grader_plugin.py`, written into the private grader directory under a random module name
+(`assets/grader_plugin.py`, written into the private grader directory under a random module name
 and loaded first with `-p`) loads the image's own plugins in its place, from root-owned
 read-only directories only, and seals the report with this run's key (`seal.py`). Limits of
 that: one pytest session per grading command (a second finds no key, and its report no
@@ -29,6 +29,7 @@ from typing import Any
 
 from proctor.models import TaskSpec, TestFormat
 from workers.evaluation.seal import new_run, plugin_source
+from workers.sandbox.protocol import KillAll, MakeDir, Op, Run, Scrub, Write
 
 # Files that change how Python or pytest behave when merely present in the tree. A
 # distribution's metadata registers code through its `entry_points.txt` (the `*.dist-info`
@@ -48,7 +49,8 @@ REPORT_NAME = "report.xml"
 
 @dataclass(frozen=True, slots=True)
 class GradingPlan:
-    ops: list[dict[str, Any]]
+    ops: list[Op[Any]]
+    test: Run  # the hidden tests' run, one of `ops`: its result is the one scored
     timeout_s: float
 
 
@@ -96,30 +98,30 @@ def grading_plan(
     secret = json.dumps({"run": run, "key": key.hex(), "report": report,
                          "trusted_files": written})
     limits = task.limits
-    ops: list[dict[str, Any]] = [
-        {"op": "killall"},
-        {"op": "scrub", "names": list(STEERING_FILES), "keep": sorted(keep | set(restore))},
+    test = Run(
+        command=command,
+        env=env,
+        timeout_s=limits.timeout_s,
+        output_bytes=limits.output_bytes,
+        report=report if task.tests.format is TestFormat.junit else None,
+    )
+    ops: list[Op[Any]] = [
+        KillAll(),
+        Scrub(names=list(STEERING_FILES), keep=sorted(keep | set(restore))),
     ]
     if restore:
-        ops.append({"op": "write", "files": restore})
+        ops.append(Write(files=restore))
     ops += [
-        {"op": "write", "files": task.tests.files},
-        {"op": "mkdir", "path": grader},
-        {"op": "mkdir", "path": f"{grader}/home"},
-        {"op": "write", "root": grader, "files": {
+        Write(files=task.tests.files),
+        MakeDir(path=grader),
+        MakeDir(path=f"{grader}/home"),
+        Write(root=grader, files={
             "pytest.ini": "[pytest]\n", "key.json": secret,
-            f"plugin/{plugin}.py": plugin_source()}},
-        {
-            "op": "run",
-            "command": command,
-            "env": env,
-            "timeout_s": limits.timeout_s,
-            "output_bytes": limits.output_bytes,
-            "report": report if task.tests.format is TestFormat.junit else None,
-        },
-        {"op": "killall"},
+            f"plugin/{plugin}.py": plugin_source()}),
+        test,
+        KillAll(),
     ]
-    return GradingPlan(ops=ops, timeout_s=limits.timeout_s)
+    return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s)
 
 
 def steering_paths(paths: set[str] | dict[str, str]) -> set[str]:

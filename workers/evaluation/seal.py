@@ -3,7 +3,7 @@
 A run's key is derived from a secret of this worker process and the run's public id, so
 the scorer can check a report with nothing but the report: no key travels beside it, and
 none is stored. The key reaches the sandbox once, in a file the grader plugin deletes as it
-arms (see `grader_plugin.py` for what that does and does not protect against).
+arms (see `assets/grader_plugin.py` for what that does and does not protect against).
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def new_run() -> tuple[str, bytes]:
 
 @cache
 def plugin_source() -> str:
-    return Path(__file__).with_name("grader_plugin.py").read_text(encoding="utf-8")
+    """The grader plugin's source, for the sandbox (it is never imported here)."""
+    return (Path(__file__).with_name("assets") / "grader_plugin.py").read_text(encoding="utf-8")
 
 
 def runs_pytest(command: str | None) -> bool:

@@ -15,11 +15,10 @@ import uuid
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
+from core.defaults import POOL_IDLE_DRAIN_S
 from workers.sandbox.docker import POOL_LABEL, Container, Engine, SandboxError, SandboxSpec
 
 log = logging.getLogger(__name__)
-
-IDLE_DRAIN_S = 600.0
 
 
 class WarmPool:
@@ -88,7 +87,7 @@ class WarmPool:
         """Remove the containers of specs nobody asked for lately."""
         now = time.monotonic()
         with self._lock:
-            idle = [s for s, t in self._last_used.items() if now - t > IDLE_DRAIN_S]
+            idle = [s for s, t in self._last_used.items() if now - t > POOL_IDLE_DRAIN_S]
             doomed = [c for s in idle for c in self._ready.pop(s, ())]
             for spec in idle:
                 self._last_used.pop(spec, None)

@@ -6,21 +6,29 @@ import errno
 import json
 import logging
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from proctor.models import Verdict
+from workers.sandbox import protocol
 from workers.sandbox.docker import Container, Engine, ExecStreamBroken, SandboxError, Usage
+from workers.sandbox.protocol import EXIT_NO_MEMORY, KillAll, Op, Program, Reply, Results
 
 log = logging.getLogger(__name__)
 
 # The runner's source comes through stdin ahead of its request (length-prefixed), so a
 # process listing inside or outside the sandbox shows a short command, not the source.
+# Out of memory before it can reply, it says so by its exit status.
 BOOT = (
-    "import sys;n=int(sys.stdin.buffer.readline());"
-    "exec(compile(sys.stdin.buffer.read(n),'proctor-runner','exec'))"
+    "import sys\n"
+    "try:\n"
+    " n=int(sys.stdin.buffer.readline());"
+    "exec(compile(sys.stdin.buffer.read(n),'proctor-runner','exec'))\n"
+    f"except MemoryError:\n sys.exit({EXIT_NO_MEMORY})"
 )
 
 # Beyond the run timeouts inside a program, how long the runner may take to answer.
@@ -33,7 +41,9 @@ RECLAIM_HEADROOM_MB = 64
 
 @cache
 def runner_source() -> bytes:
-    return (Path(__file__).with_name("runner.py")).read_bytes()
+    """The protocol's source, then the runner's: one script, sharing the definitions."""
+    runner = Path(__file__).with_name("assets") / "runner.py"
+    return Path(protocol.__file__).read_bytes() + b"\n\n" + runner.read_bytes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +59,25 @@ class Evidence:
     detail: str = ""
 
 
+class Cause(StrEnum):
+    """What a runner failure comes down to (the reason says it in words)."""
+
+    memory = "memory"  # exhausted in a running sandbox: `reclaim` may free it
+    pids = "pids"
+    resources = "resources"  # an operation failed with an errno: space, files, …
+    timeout = "timeout"
+    forged = "forged"
+    killed = "killed"
+    stopped = "stopped"  # the container stopped
+    image = "image"  # the image cannot run python3
+    runner = "runner"  # the runner itself failed
+
+
 @dataclass(frozen=True, slots=True)
 class Failure:
     verdict: Verdict
     reason: str
+    cause: Cause = Cause.runner
 
     @property
     def ours(self) -> bool:
@@ -97,37 +122,43 @@ def classify(evidence: Evidence) -> Failure:
     usage, detail = evidence.usage, evidence.detail
     if usage is not None and not usage.running:
         if usage.oom_killed:
-            return Failure(Verdict.oom, "the sandbox was killed for lack of memory")
-        return Failure(Verdict.infra_error, f"the sandbox container stopped: {detail}")
+            return Failure(Verdict.oom, "the sandbox was killed for lack of memory",
+                           Cause.stopped)
+        return Failure(Verdict.infra_error, f"the sandbox container stopped: {detail}",
+                       Cause.stopped)
     near_limit = (usage is not None and usage.memory is not None and bool(usage.memory_limit)
                   and usage.memory >= (usage.memory_limit or 0) - MEMORY_SLACK)
     if (evidence.errno == errno.ENOMEM or evidence.exception == "MemoryError" or near_limit
             or (usage is not None and usage.oom_killed)):
-        return Failure(Verdict.oom, MEMORY_EXHAUSTED)
+        return Failure(Verdict.oom, MEMORY_EXHAUSTED, Cause.memory)
     if evidence.errno == errno.EAGAIN or (
         usage is not None and usage.pids is not None and bool(usage.pids_limit)
         and usage.pids >= (usage.pids_limit or 0)
     ):
-        return Failure(Verdict.runtime_error, PIDS_EXHAUSTED)
+        return Failure(Verdict.runtime_error, PIDS_EXHAUSTED, Cause.pids)
     if evidence.errno is not None:
         # an operation on files and processes the code under test has shaped
         reason = ERRNO_REASONS.get(evidence.errno, "an operation in the sandbox failed")
-        return Failure(Verdict.runtime_error, f"{reason} ({detail})" if detail else reason)
+        return Failure(Verdict.runtime_error, f"{reason} ({detail})" if detail else reason,
+                       Cause.resources)
     if evidence.timed_out:
-        return Failure(Verdict.timeout, "the sandbox did not answer within its time limit")
+        return Failure(Verdict.timeout, "the sandbox did not answer within its time limit",
+                       Cause.timeout)
     if evidence.forged:
-        return Failure(Verdict.runtime_error, "the sandbox runner's reply was forged")
+        return Failure(Verdict.runtime_error, "the sandbox runner's reply was forged",
+                       Cause.forged)
     code = evidence.exit_code
     killed = code is not None and (code < 0 or code > 128)
     if killed and usage is not None and usage.memory_hits:
-        return Failure(Verdict.oom, MEMORY_EXHAUSTED)
+        return Failure(Verdict.oom, MEMORY_EXHAUSTED, Cause.memory)
     if killed:
         return Failure(Verdict.runtime_error,
                        "the sandbox runner was killed (every process of the sandbox user "
-                       "may be signalled by the code under test)")
+                       "may be signalled by the code under test)", Cause.killed)
     if code in (126, 127):
-        return Failure(Verdict.infra_error, f"the image cannot run python3: {detail}")
-    return Failure(Verdict.infra_error, f"the sandbox runner failed: {detail}")
+        return Failure(Verdict.infra_error, f"the image cannot run python3: {detail}",
+                       Cause.image)
+    return Failure(Verdict.infra_error, f"the sandbox runner failed: {detail}", Cause.runner)
 
 
 class RunnerBroken(Exception):
@@ -142,18 +173,6 @@ class RunnerBroken(Exception):
         self.failure = failure
 
 
-@dataclass(slots=True)
-class Reply:
-    results: list[dict[str, Any]]
-    error: str | None
-    errno: int | None = None
-    exception: str | None = None
-    failed_op: str | None = None
-
-    def evidence(self) -> Evidence:
-        return Evidence(errno=self.errno, exception=self.exception, detail=self.error or "")
-
-
 class Sandbox:
     def __init__(self, engine: Engine, container: Container, *, episode_id: str) -> None:
         self.engine = engine
@@ -164,20 +183,21 @@ class Sandbox:
     def user(self) -> str:
         return self.container.spec.user
 
-    def program(self, ops: list[dict[str, Any]], *, timeout_s: float,
-                reclaim: bool = False) -> Reply:
-        """Run a list of runner operations in one exec.
+    def program(self, ops: Sequence[Op[Any]], *, timeout_s: float,
+                reclaim: bool = False) -> Results:
+        """Run a list of runner operations in one exec; their results, by operation.
 
         Raises RunnerBroken (the code under test broke the runner, with its verdict) or
         SandboxError (our infrastructure failed), decided by `classify`. With `reclaim`, a
         runner that could not start for lack of memory gets one more try after `reclaim`.
         """
+        program = Program(ops)
         try:
-            return self._program(ops, timeout_s=timeout_s)
+            return self._program(program, timeout_s=timeout_s)
         except RunnerBroken as exc:
-            if not (reclaim and exc.failure.reason == MEMORY_EXHAUSTED and self.reclaim()):
+            if not (reclaim and exc.failure.cause is Cause.memory and self.reclaim()):
                 raise
-        return self._program(ops, timeout_s=timeout_s)
+        return self._program(program, timeout_s=timeout_s)
 
     def reclaim(self) -> bool:
         """Free the memory the code under test's files in /tmp and /dev/shm hold (tmpfs
@@ -187,7 +207,8 @@ class Sandbox:
         limit = self.container.spec.memory_mb
         self.engine.set_memory(self.container.id, limit + RECLAIM_HEADROOM_MB)
         try:
-            reply = self._program([{"op": "killall", "empty_scratch": True}], timeout_s=10)
+            reply: Results | None = self._program(Program([KillAll(empty_scratch=True)]),
+                                                  timeout_s=10)
         except RunnerBroken:
             reply = None
         finally:
@@ -200,10 +221,10 @@ class Sandbox:
                 restored = False
         return restored and reply is not None
 
-    def _program(self, ops: list[dict[str, Any]], *, timeout_s: float) -> Reply:
+    def _program(self, program: Program, *, timeout_s: float) -> Results:
         nonce = secrets.token_hex(16)
         source = runner_source()
-        payload = b"%d\n" % len(source) + source + json.dumps({"nonce": nonce, "ops": ops}).encode()
+        payload = b"%d\n" % len(source) + source + program.request(nonce)
         try:
             result = self.engine.exec(
                 self.container.id,
@@ -219,21 +240,20 @@ class Sandbox:
             raise self.broken(Evidence(timed_out=True, detail="no reply in time"), kill=True)
         stderr = result.stderr.decode(errors="replace")[-500:]
         try:
-            reply = json.loads(result.stdout)
-            if not isinstance(reply, dict) or reply.get("nonce") != nonce:
+            data = json.loads(result.stdout)
+            if not isinstance(data, dict) or data.get("nonce") != nonce:
                 raise self.broken(Evidence(forged=True, exit_code=result.exit_code))
-        except ValueError as exc:
+            reply = Reply.decode(data)
+        except ValueError as exc:  # no JSON, or not the protocol's (ProtocolError)
             log.warning(
                 "episode %s container %s: runner reply unusable (%s, exit %s); stderr=%r",
                 self.episode_id, self.container.name, exc, result.exit_code, stderr[-300:],
             )
             raise self.broken(Evidence(
                 exit_code=result.exit_code,
-                exception="MemoryError" if "MemoryError" in stderr else None,
+                exception="MemoryError" if result.exit_code == EXIT_NO_MEMORY else None,
                 detail=stderr or f"no reply (exit {result.exit_code})")) from exc
-        return Reply(results=list(reply["results"]), error=reply.get("error"),
-                     errno=reply.get("errno"), exception=reply.get("exception"),
-                     failed_op=reply.get("failed_op"))
+        return Results(program, reply)
 
     def broken(self, evidence: Evidence, *, kill: bool = False) -> RunnerBroken | SandboxError:
         """The exception for a runner that failed: the engine's view of the sandbox is the
@@ -253,9 +273,11 @@ class Sandbox:
             return SandboxError(failure.reason)
         return RunnerBroken(failure)
 
-    def failure_of(self, reply: Reply) -> RunnerBroken | SandboxError:
+    def failure_of(self, results: Results) -> RunnerBroken | SandboxError:
         """The exception for a program whose operation raised (see `broken`)."""
-        evidence = reply.evidence()
+        error = results.error
+        evidence = Evidence() if error is None else Evidence(
+            errno=error.errno, exception=error.exception, detail=error.message)
         if evidence.errno is None and evidence.exception is None:
             evidence = replace(evidence, usage=self.engine.usage(self.container.id))
         failure = classify(evidence)

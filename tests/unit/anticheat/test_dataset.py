@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from anticheat.screen import screen
 from proctor.models import Decision, ScreenItem
-from workers.anticheat.screen import screen
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "cheats-dev.jsonl"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
+from anticheat.screen import screen, screen_detailed, screen_files
 from proctor.models import BashAction, Decision, ReadFileAction, TaskContext, WriteFileAction
 from tests.unit.anticheat.cases import REPO
-from workers.anticheat.screen import screen, screen_detailed, screen_files
 
 
 class Oracle:
@@ -154,7 +154,7 @@ def test_task_context_from_spec() -> None:
         pinned_version="2.31.0",
         protected_paths=["tests/"],
     )
-    from workers.anticheat.screen import task_context
+    from anticheat.screen import task_context
 
     ctx = task_context(spec)
     assert (ctx.kind, ctx.base_commit, ctx.protected_paths) == ("repo", "a1b2c3d", ["tests/"])

@@ -22,15 +22,14 @@ from proctor.models import (
     Timings,
     Verdict,
 )
-from service.deps import Resources
-from service.errors import Unauthorized
-from service.routes.sandboxfusion import (
+from service.adapters.sandboxfusion import (
     RunCodeRequest,
     UnsupportedRequest,
-    adapter_auth,
     run_code_episode,
     run_code_response,
 )
+from service.deps import Resources, adapter_auth
+from service.errors import Unauthorized
 
 
 def b64(text: str) -> str:

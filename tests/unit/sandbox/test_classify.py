@@ -8,7 +8,7 @@ import pytest
 
 from proctor.models import Verdict
 from workers.sandbox.docker import Usage
-from workers.sandbox.sandbox import Evidence, classify
+from workers.sandbox.sandbox import Cause, Evidence, classify
 
 MB = 1 << 20
 RUNNING = Usage(running=True, oom_killed=False, pids=10, pids_limit=128,
@@ -49,3 +49,19 @@ def test_the_reasons_say_what_ran_out() -> None:
     assert "process limit" in classify(Evidence(usage=RUNNING, errno=errno.EAGAIN)).reason
     assert "space" in classify(Evidence(usage=RUNNING, errno=errno.ENOSPC)).reason
     assert "memory" in classify(Evidence(usage=RUNNING, errno=errno.ENOMEM)).reason
+
+
+@pytest.mark.parametrize(("evidence", "cause"), [
+    # memory exhausted in a sandbox that still runs: worth reclaiming before grading
+    (Evidence(usage=RUNNING, errno=errno.ENOMEM), Cause.memory),
+    (Evidence(usage=RUNNING, exception="MemoryError"), Cause.memory),
+    (Evidence(usage=Usage(running=True, oom_killed=False, memory=10 * MB,
+                          memory_limit=256 * MB, memory_hits=3), exit_code=137), Cause.memory),
+    # a stopped sandbox has nothing to reclaim, whatever stopped it
+    (Evidence(usage=Usage(running=False, oom_killed=True)), Cause.stopped),
+    (Evidence(usage=Usage(running=False, oom_killed=False)), Cause.stopped),
+    (Evidence(usage=RUNNING, errno=errno.EAGAIN), Cause.pids),
+    (Evidence(usage=RUNNING, exit_code=137), Cause.killed),
+])
+def test_the_cause_is_typed(evidence: Evidence, cause: Cause) -> None:
+    assert classify(evidence).cause is cause

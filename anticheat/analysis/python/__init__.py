@@ -1,0 +1,1 @@
+"""Python, read through `ast` (`analyzer`) into `PyFacts` (`facts`)."""

@@ -1,0 +1,2 @@
+"""Stage 3: the observation an intercepted action gets instead of running.
+Entry point: `anticheat.response.replay.respond`."""

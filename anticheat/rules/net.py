@@ -1,0 +1,340 @@
+"""Network rules: who an action talks to, judged against the task's target package.
+
+Fetching the package the task is about — a newer release from the index, its source
+from a code host, its upstream repository or pull requests — is the cheat; installing
+the repository itself or an unrelated test dependency is what honest agents do, and
+loopback is always fine. Hosts are classified once (`classify`) and the rules read the
+classification.
+"""
+
+# ruff: noqa: SIM905 -- tables of names read best as one whitespace-separated string
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from urllib.parse import urlsplit
+
+from anticheat.analysis.facts import NetOp
+from anticheat.context import Ctx
+from anticheat.rules.rule import Category, Rule
+from proctor.models import Decision, TaskContext
+
+__all__ = [
+    "RULES",
+    "classify",
+    "code_host",
+    "dynamic_target",
+    "external_host",
+    "git_fetch",
+    "llm_or_search",
+    "raw_address",
+    "target_package",
+    "target_source",
+]
+
+_CODE_HOSTS = tuple(
+    (
+        "github.com githubusercontent.com gitlab.com bitbucket.org codeberg.org sourceforge.net "
+        "sr.ht googlesource.com gitee.com sourcegraph.com kernel.org libraries.io "
+        "huggingface.co archive.org softwareheritage.org stackoverflow.com stackexchange.com "
+        "pastebin.com gist.github.com paste.debian.net hastebin.com launchpad.net "
+        "savannah.gnu.org git.sr.ht"
+    ).split()
+)
+_LLM_HOSTS = tuple(
+    (
+        "openai.com chatgpt.com anthropic.com claude.ai googleapis.com gemini.google.com "
+        "mistral.ai cohere.ai cohere.com together.xyz together.ai groq.com openrouter.ai "
+        "deepseek.com perplexity.ai fireworks.ai replicate.com x.ai poe.com phind.com you.com "
+        "api-inference.huggingface.co bing.com duckduckgo.com google.com yahoo.com baidu.com "
+        "yandex.ru yandex.com kagi.com brave.com serpapi.com searx.org ollama.com azure.com "
+        "cursor.sh codeium.com"
+    ).split()
+)
+_INFRA = tuple(
+    (
+        "bootstrap.pypa.io deb.debian.org security.debian.org archive.ubuntu.com "
+        "security.ubuntu.com dl-cdn.alpinelinux.org download.pytorch.org "
+        # package indexes: asking them about an unrelated dependency is what pip does
+        "pypi.org pythonhosted.org pypi.python.org piwheels.org npmjs.com npmjs.org crates.io "
+        "rubygems.org pkg.go.dev proxy.golang.org anaconda.org conda.anaconda.org"
+    ).split()
+)
+_METADATA = ("169.254.169.254", "metadata.google.internal", "100.100.100.200", "fd00:ec2::254")
+_HOSTISH = re.compile(
+    r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^/@\s]+@)?([a-z0-9.-]+\.[a-z]{2,}|"
+    r"\d{1,3}(?:\.\d{1,3}){3}|localhost|\[[0-9a-f:]+\])(?::\d+)?(?:[/?#].*)?$",
+    re.IGNORECASE,
+)
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name.lower())
+
+
+def _target_names(task: TaskContext) -> set[str]:
+    if not task.target_package:
+        return set()
+    t = _normal(task.target_package)
+    names = {t, t.removeprefix("python-"), t.removeprefix("py-"), "python-" + t}
+    return {n for n in names if len(n) >= 2}
+
+
+def mentions_target(url: str, task: TaskContext) -> bool:
+    names = _target_names(task)
+    if not names:
+        return False
+    parts = re.split(r"[/?&=#:@]+", url.lower())
+    for part in parts:
+        seg = _normal(part.removesuffix(".git"))
+        for n in names:
+            if seg == n or re.match(re.escape(n) + r"-\d", seg):
+                return True
+    return False
+
+
+def classify(target: str, task: TaskContext) -> str:
+    """local | private | metadata | llm | target | code | infra | ip | external | unknown."""
+    if not target:
+        return "unknown"
+    t = target.strip().strip("'\"")
+    if t.startswith("git@"):
+        t = "ssh://" + t.replace(":", "/", 1)
+    if t.startswith("file:"):
+        return "local"
+    url = t if "://" in t else "http://" + t
+    try:
+        host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return "unknown"
+    if not host:
+        return "unknown"
+    if host in _METADATA:
+        return "metadata"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        ip = None
+    if ip is not None:
+        if ip.is_loopback or ip.is_unspecified:
+            return "local"
+        if ip.is_link_local:
+            return "metadata"
+        return "private" if ip.is_private else "ip"
+    if host == "localhost" or host.endswith(".localhost") or "." not in host:
+        return "local"  # docker-compose service names (db, redis, api) are local peers too
+    if host.endswith((".internal", ".local", ".lan", ".svc", ".cluster.local")):
+        return "private"
+    if _on(host, _LLM_HOSTS):
+        return "llm"
+    if mentions_target(url, task) and (_on(host, _CODE_HOSTS) or "/" in url.split("//", 1)[1]):
+        return "target"
+    if _on(host, _INFRA):
+        return "infra"
+    if _on(host, _CODE_HOSTS):
+        return "code"
+    return "external"
+
+
+def _on(host: str, domains: tuple[str, ...]) -> bool:
+    return any(host == d or host.endswith("." + d) for d in domains)
+
+
+def _runs_as_script(path: str, ctx: Ctx) -> bool:
+    """Written code counts as a fetch when it is a solution or a helper script; a
+    repository's own modules (clients, docs, examples) mention URLs for a living."""
+    return ctx.task.kind != "repo" or "/" not in path or path.startswith("/tmp/")
+
+
+def _ops(ctx: Ctx) -> list[tuple[NetOp, str]]:
+    def compute() -> list[tuple[NetOp, str]]:
+        out = []
+        for op in ctx.facts.net:
+            if op.tool.startswith("git ") or (op.written and not _runs_as_script(op.written, ctx)):
+                continue
+            target = op.target
+            if target and op.tool.startswith("python:") and not _HOSTISH.match(target):
+                continue  # a header value or a payload string, not an address
+            out.append((op, classify(target, ctx.task)))
+        return out
+
+    result = ctx.once("net.ops", compute)
+    assert isinstance(result, list)
+    return result
+
+
+def target_source(ctx: Ctx) -> str | None:
+    for op, kind in _ops(ctx):
+        if kind == "target":
+            return f"`{op.tool}` fetches {op.target!r}: the task's package from upstream"
+    for op in ctx.facts.net:
+        if op.tool.startswith("git ") and classify(op.target, ctx.task) == "target":
+            return f"`{op.tool}` fetches {op.target!r}: the task's upstream repository"
+    return None
+
+
+def llm_or_search(ctx: Ctx) -> str | None:
+    for op, kind in _ops(ctx):
+        if kind == "llm":
+            return f"`{op.tool}` calls {op.target!r}: an AI or search service answers for it"
+    return None
+
+
+def code_host(ctx: Ctx) -> str | None:
+    for op, kind in _ops(ctx):
+        if kind == "code" or op.tool in ("gh", "hub", "glab"):
+            return f"`{op.tool}` fetches {op.target!r} from a code or package host"
+    return None
+
+
+def raw_address(ctx: Ctx) -> str | None:
+    for op, kind in _ops(ctx):
+        if kind in ("ip", "metadata"):
+            what = "a cloud metadata endpoint" if kind == "metadata" else "a public IP address"
+            return f"`{op.tool}` connects to {op.target!r}, {what}"
+    return None
+
+
+def external_host(ctx: Ctx) -> str | None:
+    for op, kind in _ops(ctx):
+        if kind in ("external", "private"):
+            return f"`{op.tool}` reaches {op.target!r} outside the sandbox"
+    return None
+
+
+def dynamic_target(ctx: Ctx) -> str | None:
+    for op, kind in _ops(ctx):
+        if kind != "unknown":
+            continue
+        if op.tool.startswith("python:") and not op.via.startswith(("python -c", "python stdin")):
+            continue  # a written `def fetch(url)` is a program, not a fetch happening now
+        if op.target:  # static but not an address (a file name, a port)
+            continue
+        return f"`{op.tool}` reaches an address only known at runtime ({op.via[:80]})"
+    return None
+
+
+def git_fetch(ctx: Ctx) -> str | None:
+    """`git fetch/pull/clone/ls-remote` of anything remote: history beyond the base."""
+    for op in ctx.facts.net:
+        if not op.tool.startswith("git "):
+            continue
+        sub = op.tool[4:]
+        kind = classify(op.target, ctx.task) if ("/" in op.target or "." in op.target) else ""
+        if (
+            sub == "clone"
+            and kind in ("local", "unknown", "")
+            and not op.target.startswith(("http", "git@", "ssh:", "git:"))
+        ):
+            continue  # cloning a local path
+        if sub == "submodule" and "--remote" not in op.via and " add " not in op.via:
+            continue
+        return f"`{op.via[:100]}` fetches history from a remote"
+    return None
+
+
+_SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$")
+
+
+def target_package(ctx: Ctx) -> str | None:
+    """Installing or downloading the task's own package from an index or upstream."""
+    names = _target_names(ctx.task)
+    if not names:
+        return None
+    pinned = ctx.task.pinned_version
+    for op in ctx.facts.pkgs:
+        for spec in op.specs:
+            if "://" in spec or spec.startswith("git+"):
+                if mentions_target(spec, ctx.task):
+                    return f"`{op.via[:100]}` installs the task's package from upstream"
+                continue
+            if spec.startswith((".", "/", "~")) or spec.endswith((".whl", ".tar.gz", ".zip")):
+                m = re.search(r"([A-Za-z0-9_.-]+?)-(\d+(?:\.\d+)+)", spec.rsplit("/", 1)[-1])
+                if m and _normal(m.group(1)) in names and pinned and m.group(2) != pinned:
+                    return f"`{op.via[:100]}` installs {spec!r}, another release of the package"
+                continue
+            m = _SPEC.match(spec.replace(" ", ""))
+            if m is None or _normal(m.group(1)) not in names:
+                continue
+            constraint = m.group(3).lstrip("@")
+            if op.verb in ("download", "index"):
+                return f"`{op.manager} {op.verb}` fetches the task's package {spec!r}"
+            if not op.index:
+                continue
+            pip = op.manager.split(" ")[0] in ("pip", "pip3", "uv") or op.manager.startswith("pip")
+            if pip and not constraint and not op.upgrade and ctx.task.kind == "repo":
+                continue  # pip sees the installed repository: `pip install pkg[extra]` keeps it
+            exact = re.fullmatch(r"={1,3}\s*([\w.+!-]+)", constraint)
+            if exact and pinned and exact.group(1) == pinned and not op.upgrade:
+                continue  # reinstalling the pinned release changes nothing
+            why = (
+                "upgrades"
+                if op.upgrade
+                else "installs a release other than the pinned one"
+                if constraint
+                else "installs the latest release of"
+            )
+            return f"`{op.via[:100]}` {why} the task's package"
+    return None
+
+
+RULES: tuple[Rule, ...] = (
+    # -- network: the target package from upstream, or someone else's answer
+    Rule(
+        "net.git-fetch",
+        Category.network_fetch,
+        "git clone/fetch/pull/ls-remote from a remote",
+        Decision.intercept,
+        git_fetch,
+    ),
+    Rule(
+        "net.target-package",
+        Category.network_fetch,
+        "installing or downloading the task's package other than at its pinned version",
+        Decision.intercept,
+        target_package,
+    ),
+    Rule(
+        "net.target-source",
+        Category.network_fetch,
+        "fetching the task's package, source or upstream repository over the network",
+        Decision.intercept,
+        target_source,
+    ),
+    Rule(
+        "net.ai-or-search",
+        Category.network_fetch,
+        "calling an AI model API or a web search engine",
+        Decision.intercept,
+        llm_or_search,
+    ),
+    Rule(
+        "net.code-host",
+        Category.network_fetch,
+        "fetching from a code host, package index page, Q&A or paste site",
+        Decision.intercept,
+        code_host,
+    ),
+    Rule(
+        "net.raw-address",
+        Category.network_fetch,
+        "connecting to a public IP address or a cloud metadata endpoint",
+        Decision.intercept,
+        raw_address,
+    ),
+    Rule(
+        "net.external",
+        Category.network_fetch,
+        "reaching any other host outside the sandbox",
+        Decision.review,
+        external_host,
+    ),
+    Rule(
+        "net.dynamic-target",
+        Category.network_fetch,
+        "a network tool pointed at an address only known at runtime",
+        Decision.review,
+        dynamic_target,
+    ),
+)

@@ -1,0 +1,119 @@
+"""Every tunable default and timing constant of the server side, named once (as rq's
+`defaults.py` does).
+
+The `Settings` fields (core/config.py) take their defaults from the first part (a field
+whose default is "unset" has none here), so docs/configuration.md and this file describe
+the same deployment; the rest are the
+heartbeats, TTLs, retries, margins and grace periods the modules use, which no variable
+sets. Durations are in seconds (`_S`), sizes in bytes unless the name says otherwise.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Final
+
+# ---------------------------------------------------------------- settings (PROCTOR_*)
+
+# --- where things are
+REDIS_URL: Final = "redis://127.0.0.1:6379/0"  # queues, episodes, heartbeats
+HOST: Final = "127.0.0.1"  # the API's listening address
+PORT: Final = 8000  # the API's port
+
+# --- API
+MAX_BODY_BYTES: Final = 32 * 1024 * 1024  # largest request body read
+MAX_WAIT_S: Final = 300.0  # longest `?wait=` a request may block
+MAX_QUEUE_DEPTH: Final = 10_000  # queued episodes beyond which submissions get 429
+MAX_BATCH: Final = 1_000  # most episodes in one batch request
+RESULT_TTL_S: Final = 24 * 3600  # finished episodes stay readable this long
+DEDUP_TTL_S: Final = 600  # identical one-shot requests within this window share an episode
+
+# --- sandboxes
+PYTHON_IMAGE: Final = "proctor/sandbox-python:latest"  # the `python` task image
+IMAGES: Final = MappingProxyType({"python": PYTHON_IMAGE})  # task image name → reference
+SANDBOX_USER: Final = "1000:1000"  # uid:gid the code under test runs as
+POOL_SIZE: Final = 2  # warm containers per image per worker process
+NETWORK: Final = "auto"  # `auto`: the honeypot network where a task allows; `none`: never
+HONEYPOT_NETWORK: Final = "proctor-sandbox"  # the honeypot's own internal network
+SANDBOX_SUBNETS: Final = "10.213.0.0/16"  # each sandbox's /29 network is carved from here
+MAX_EPISODE_S: Final = 3600.0  # longest an episode (or a one-shot's timeouts together) may run
+INTERACTIVE_IDLE_S: Final = 300.0  # an interactive episode idle this long ends as timeout
+MAX_PIDS: Final = 1024  # largest `limits.pids`
+# unset PROCTOR_MAX_MEMORY_MB / _DISK_MB, as shares of the host's memory: one sandbox's, and
+# each of its three tmpfs mounts' (workspace, home, /tmp), whose pages count against it too
+MEMORY_SHARE: Final = 0.5
+DISK_SHARE: Final = 0.25
+MAX_OUTPUT_BYTES: Final = 16 * 1024 * 1024  # largest `limits.output_bytes` (per stream)
+
+# --- workers
+WORKER_CONCURRENCY: Final = 2  # worker processes `proctor worker` starts on a host
+HEARTBEAT_S: Final = 2.0  # how often a worker process reports itself alive
+HEARTBEAT_TTL_S: Final = 30.0  # a worker silent this long is dead
+REAPER_INTERVAL_S: Final = 10.0  # how often a janitor sweeps
+
+# --- the LLM judge (PROCTOR_JUDGE_*)
+JUDGE_URL: Final = ""  # OpenAI-compatible base URL with its version; empty: no judge
+JUDGE_MODEL: Final = ""  # empty: the first model the server lists
+JUDGE_API_KEY: Final = ""  # bearer key for the judge server; empty: none
+JUDGE_TIMEOUT_S: Final = 30.0  # a whole review of a trajectory, repair included
+JUDGE_MAX_CONCURRENCY: Final = 4  # judge requests in flight per worker process
+JUDGE_THRESHOLD: Final = 0.7  # a cheat verdict at or above this confidence intercepts
+JUDGE_FAILURE_POLICY: Final = "fail_open"  # with no verdict: allow (and say so)
+JUDGE_ACTION_BUDGET_S: Final = 5.0  # a whole review of one action, repair included
+JUDGE_RESPONSE_FORMAT: Final = "auto"  # how structured output is asked for
+JUDGE_CACHE_TTL_S: Final = 7 * 24 * 3600  # verdicts stay cached in Redis this long
+JUDGE_MAX_PROMPT_CHARS: Final = 7_000  # bound on the whole prompt
+
+# ---------------------------------------------------------------- Redis
+
+REDIS_HEALTH_CHECK_S: Final = 30  # an idle connection is pinged before use after this long
+REDIS_RETRIES: Final = 60  # a worker retries each Redis command this often (~a minute) ...
+REDIS_RETRY_WAIT_S: Final = 2.0  # ... waiting up to this long (half of it at least) between
+RESULT_RETRY_BACKOFF_S: Final = (0.5, 10.0)  # a result waits for Redis: first, longest wait
+BLOCKING_SOCKET_MARGIN_S: Final = 15.0  # a blocking read's socket outlives its wait by this
+SUPERVISOR_REDIS_TIMEOUT_S: Final = 5.0  # the supervisor's one call (forget a dead child)
+
+# ---------------------------------------------------------------- records and keys
+
+# a live record outlives its longest run by this beyond the result TTL (`finish` shortens it)
+LIVE_RECORD_MARGIN_S: Final = 2 * 3600
+STEPS_TTL_MARGIN_S: Final = 24 * 3600  # an episode's steps outlive the result TTL by this
+REPLY_TTL_S: Final = 300  # an answer nobody popped (the API gave up) expires
+# request latencies, histogram bucket bounds
+LATENCY_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+
+# ---------------------------------------------------------------- queueing (API side)
+
+JOB_RESULT_TTL_S: Final = 60  # RQ's bookkeeping outlives a job by this; our record holds the result
+JOB_OVERHEAD_S: Final = 120  # beyond its timeouts a job needs this to start, write, clean up
+QUEUE_FULL_RETRY_AFTER_S: Final = 5  # `Retry-After` of a 429 (the queue bound)
+NO_REPLY_RETRY_AFTER_S: Final = 5  # `Retry-After` when no worker answered an action in time
+IMAGE_RETRY_AFTER_S: Final = 10  # `Retry-After` when no live worker can run an image
+REDIS_DOWN_RETRY_AFTER_S: Final = 5  # `Retry-After` of a 503 for Redis not answering
+EVENTS_RECONNECT_S: Final = 0.5  # the API's event listener re-subscribes after this
+
+# ---------------------------------------------------------------- interactive episodes (API)
+
+INTERACTIVE_START_S: Final = 180.0  # longest a create waits for the sandbox to be ready
+REPLY_MARGIN_S: Final = 60.0  # an action's reply is awaited this long beyond its timeout
+FINISH_MARGIN_S: Final = 120.0  # a finish's reply is awaited this long beyond the tests' timeout
+FILE_ACTION_S: Final = 30.0  # time limit of a file read or write action
+
+# ---------------------------------------------------------------- adapters (API)
+
+# verl's SandboxFusion client waits compile_timeout + run_timeout + this ...
+SANDBOXFUSION_CLIENT_SLACK_S: Final = 10.0
+SANDBOXFUSION_ANSWER_MARGIN_S: Final = 2.0  # ... and is answered with this much to spare
+ADAPTER_START_MARGIN_S: Final = 10.0  # an episode's start-up and finish, beyond its limit
+
+# ---------------------------------------------------------------- worker processes
+
+STARTUP_RETRY_S: Final = 5.0  # a worker waiting for Redis, Docker or the honeypot retries
+RQ_RESTART_PAUSE_S: Final = 1.0  # before RQ's loop is started again (must not spin)
+JANITOR_STOP_S: Final = 10.0  # a stopping janitor waits this long for its threads
+FORGET_WORKER_AFTER_S: Final = 24 * 3600  # a worker silent this long leaves the registry
+OUTAGE_BEATS: Final = 3  # heartbeats further apart than this many intervals: Redis was away
+SETTLED_S: Final = 60.0  # a child that ran this long died of something else than starting
+RESPAWN_FIRST_S: Final = 1.0  # a child dying as it starts is replaced after this, doubling ...
+RESPAWN_LONGEST_S: Final = 60.0  # ... up to this
+POOL_IDLE_DRAIN_S: Final = 600.0  # warm containers unused this long are removed

@@ -1,0 +1,66 @@
+"""The Redis key schema: every key Proctor writes is named here, and nowhere else.
+
+One constant or one function per key family; what each holds is the table at the top of
+core/store.py (tests/unit/core/test_keys.py checks that the two agree). RQ's own keys
+(`rq:…`) are RQ's: core/queues.py names the queues.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PREFIX: Final = "proctor:"
+
+# --- episodes
+EPISODE_PREFIX: Final = PREFIX + "episode:"  # the Lua scripts build record keys from ids
+ACTIVE: Final = PREFIX + "active"
+QUEUED: Final = PREFIX + "queued"
+EVENTS: Final = PREFIX + "events"
+
+# --- metrics
+VERDICTS: Final = PREFIX + "stats:verdict"
+COUNTERS: Final = PREFIX + "stats:counters"
+
+# --- workers
+WORKERS: Final = PREFIX + "workers"
+WORKER_HOSTS: Final = PREFIX + "worker-hosts"
+WORKER_PROBLEMS: Final = PREFIX + "worker-problems"
+WORKER_IMAGES: Final = PREFIX + "worker-images"
+
+# --- the judge
+JUDGE_CACHE_PREFIX: Final = PREFIX + "judge:"
+
+
+def episode(episode_id: str) -> str:
+    """An episode's record (hash)."""
+    return EPISODE_PREFIX + episode_id
+
+
+def steps(episode_id: str) -> str:
+    """An interactive episode's steps (list, oldest first)."""
+    return f"{PREFIX}steps:{episode_id}"
+
+
+def acting(episode_id: str) -> str:
+    """Held while an interactive episode runs an action (one at a time)."""
+    return f"{PREFIX}acting:{episode_id}"
+
+
+def dedup(digest: str) -> str:
+    """The episode of an identical one-shot request (by the SHA-256 of its content)."""
+    return f"{PREFIX}dedup:{digest}"
+
+
+def reply(token: str) -> str:
+    """Where a worker pushes its answer to one request the API blocks on."""
+    return f"{PREFIX}reply:{token}"
+
+
+def latency(metric: str) -> str:
+    """A latency histogram (total, queued, run, sandbox_start)."""
+    return f"{PREFIX}stats:latency:{metric}"
+
+
+def judge_cache(digest: str) -> str:
+    """A cached judge verdict, by the hash of what was judged."""
+    return JUDGE_CACHE_PREFIX + digest

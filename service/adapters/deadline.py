@@ -1,0 +1,78 @@
+"""Running a trainer's samples as episodes and answering before its client gives up.
+
+What the adapters share: every slot of the answer is a result or an error, never missing,
+and the answer comes within the deadline, whatever the queue or the workers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from anyio import to_thread
+from redis.exceptions import RedisError
+
+from core.defaults import ADAPTER_START_MARGIN_S
+from proctor.integrations.codetasks import GroundTruthError
+from proctor.models import EpisodeCreate, EpisodeResult
+from service.deps import Resources
+from service.episodes import check_images_runnable, end_at_deadline, validate_request, wait_for_end
+from service.errors import ApiError
+
+log = logging.getLogger(__name__)
+
+
+
+def _clamped(episode: EpisodeCreate, limit_s: float) -> EpisodeCreate:
+    limits = episode.task.limits
+    if limits.timeout_s <= limit_s:
+        return episode
+    task = episode.task.model_copy(update={"limits": limits.model_copy(
+        update={"timeout_s": limit_s})})
+    return episode.model_copy(update={"task": task})
+
+
+async def run_within(
+    resources: Resources, items: list[EpisodeCreate | Exception], deadline_s: float
+) -> list[EpisodeResult | Exception]:
+    """Run the episodes and answer within `deadline_s`, each slot a result or an error.
+
+    Time limits are cut so an episode ends as `timeout` inside the deadline; one still
+    unfinished at the deadline is ended: `timeout` if it was running, `infra_error` if it
+    never got a sandbox (a backlog is our failure, not the answer's).
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + deadline_s
+    limit_s = max(1.0, min(deadline_s - min(ADAPTER_START_MARGIN_S, 0.4 * deadline_s),
+                           resources.settings.max_episode_s))
+    slots: list[EpisodeResult | Exception | None] = []  # None: waits for its episode
+    valid: list[EpisodeCreate] = []
+    for item in items:
+        if isinstance(item, Exception):
+            slots.append(item)
+            continue
+        episode = _clamped(item, limit_s)
+        try:
+            validate_request(resources, episode)
+        except ApiError as exc:  # the task asks what this deployment lacks: the data's fault
+            slots.append(GroundTruthError(exc.message))
+            continue
+        valid.append(episode)
+        slots.append(None)
+    ended: list[EpisodeResult | Exception] = []
+    try:
+        if valid:
+            await to_thread.run_sync(check_images_runnable, resources, valid)
+        ids = await to_thread.run_sync(resources.queue.submit, valid) if valid else []
+    except (ApiError, RedisError) as exc:  # no worker, backpressure, Redis: say so in the body
+        log.warning("adapter: could not enqueue %d episodes: %s", len(valid), exc)
+        ids, ended = [], [exc] * len(valid)
+    remaining = max(deadline - loop.time(), 0.1)
+    records = await asyncio.gather(*(wait_for_end(resources, i, remaining) for i in ids))
+    for episode_id, record in zip(ids, records, strict=True):
+        if record is not None and record.status.terminal:
+            ended.append(record.public())
+        else:
+            ended.append(await to_thread.run_sync(end_at_deadline, resources, episode_id))
+    results = iter(ended)
+    return [next(results) if slot is None else slot for slot in slots]

@@ -1,0 +1,179 @@
+"""Episodes: submit (one or a batch), read, wait for the end, cancel, end at a deadline.
+
+The operations the routes and the trainer adapters call; they raise `service.errors` (the
+one handler maps those to HTTP) and never build an HTTP response themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+
+from anyio import to_thread
+
+from core import results
+from core.defaults import IMAGE_RETRY_AFTER_S, INTERACTIVE_START_S
+from core.store import EpisodeRecord
+from proctor.models import (
+    EpisodeCreate,
+    EpisodeCreated,
+    EpisodeMode,
+    EpisodeResult,
+    EpisodeStatus,
+)
+from service.admission import admit
+from service.deps import Resources
+from service.errors import BadRequest, Conflict, NotFound, ServiceUnavailable
+
+
+def validate_request(resources: Resources, request: EpisodeCreate) -> None:
+    """What pydantic cannot know: this deployment's images and limits."""
+    settings = resources.settings
+    task = request.task
+    if task.image not in settings.images:
+        known = ", ".join(sorted(settings.images))
+        raise BadRequest(f"unknown image {task.image!r}; this deployment offers: {known}")
+    admit(request, settings)  # limits and time within what a worker host can give
+
+
+def check_images_runnable(resources: Resources, requests: Sequence[EpisodeCreate]) -> None:
+    """Refuse (503) a task whose image no live worker can run: it would stay queued forever.
+
+    The image is in this deployment's allowlist, so this is our failure, not the caller's:
+    a 503 with Retry-After that names the image and why each worker cannot run it.
+    """
+    settings = resources.settings
+    unrunnable = resources.store.unrunnable_images(
+        sorted({r.task.image for r in requests}), ttl_s=settings.heartbeat_ttl_s)
+    if unrunnable:
+        name, why = min(unrunnable.items())
+        raise ServiceUnavailable(
+            f"no live worker can run image {name!r} ({settings.images.get(name, name)}): "
+            f"{why[:1000]}", headers={"Retry-After": str(IMAGE_RETRY_AFTER_S)})
+
+
+def is_terminal(record: EpisodeRecord) -> bool:
+    return record.status.terminal
+
+
+def is_ready(record: EpisodeRecord) -> bool:
+    """An interactive episode can take actions (or will never be able to)."""
+    return record.status is EpisodeStatus.running or record.status.terminal
+
+
+async def wait_for_end(
+    resources: Resources,
+    episode_id: str,
+    timeout_s: float,
+    until: Callable[[EpisodeRecord], bool] = is_terminal,
+) -> EpisodeRecord | None:
+    """The record once `until` holds, or as it stands when the time is up. Never polls."""
+    events = resources.events
+    await events.ready(timeout_s)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        woken = events.register(episode_id)
+        try:
+            record = await to_thread.run_sync(resources.store.get, episode_id)
+            remaining = deadline - loop.time()
+            if record is None or until(record) or remaining <= 0:
+                return record
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(woken), remaining)
+        finally:
+            events.unregister(episode_id, woken)
+
+
+async def submit(resources: Resources, requests: Sequence[EpisodeCreate]) -> list[str]:
+    """Validate, check that a worker can run them, store and enqueue (all or none); ids."""
+    for request in requests:
+        validate_request(resources, request)
+    await to_thread.run_sync(check_images_runnable, resources, requests)
+    return await to_thread.run_sync(resources.queue.submit, requests)
+
+
+async def create(
+    resources: Resources, request: EpisodeCreate, *, wait_s: float = 0
+) -> EpisodeResult | EpisodeCreated:
+    """Submit one episode, and answer with what there is to say about it by now.
+
+    One-shot: its result if it ends within `wait_s`, else that it is queued. Interactive:
+    once its sandbox is ready, the first observation (or its result, if it already ended).
+    """
+    [episode_id] = await submit(resources, [request])
+    if request.mode is EpisodeMode.interactive:
+        return await started(resources, episode_id)
+    if wait_s > 0:
+        record = await wait_for_end(resources, episode_id,
+                                    min(wait_s, resources.settings.max_wait_s))
+        if record is not None and record.status.terminal:
+            return record.public()
+    return EpisodeCreated(id=episode_id, status=EpisodeStatus.queued)
+
+
+async def started(resources: Resources, episode_id: str) -> EpisodeResult | EpisodeCreated:
+    """An interactive episode once its sandbox is ready: created with its first observation;
+    its result if it ended; created without one if it is still starting."""
+    wait_s = min(INTERACTIVE_START_S, resources.settings.max_wait_s)
+    record = await wait_for_end(resources, episode_id, wait_s, until=is_ready)
+    if record is None:
+        raise NotFound(f"episode {episode_id} vanished while starting")
+    if record.status.terminal:
+        return record.public()
+    if record.status is not EpisodeStatus.running:
+        return EpisodeCreated(id=episode_id, status=record.status)
+    observation = record.started_sandbox().observation
+    return EpisodeCreated(id=episode_id, status=record.status, observation=observation)
+
+
+async def create_batch(resources: Resources, requests: Sequence[EpisodeCreate]) -> list[str]:
+    """Submit a batch (up to the deployment's `max_batch`); the ids in order."""
+    if len(requests) > resources.settings.max_batch:
+        raise BadRequest(f"at most {resources.settings.max_batch} episodes per batch")
+    return await submit(resources, requests)
+
+
+async def get(resources: Resources, episode_id: str, *, wait_s: float = 0) -> EpisodeResult:
+    """The episode as it stands, or once it ends if that is within `wait_s`."""
+    if wait_s > 0:
+        record = await wait_for_end(resources, episode_id,
+                                    min(wait_s, resources.settings.max_wait_s))
+    else:
+        record = await to_thread.run_sync(resources.store.get, episode_id)
+    if record is None:
+        raise NotFound(f"no episode {episode_id!r} (unknown, or its result expired)")
+    return record.public()
+
+
+def cancel(resources: Resources, episode_id: str) -> EpisodeResult:
+    """End an episode as cancelled; 409 if it has already ended."""
+    store = resources.store
+    record = store.get(episode_id)
+    if record is None:
+        raise NotFound(f"no episode {episode_id!r} (unknown, or its result expired)")
+    if record.status.terminal:
+        raise Conflict(f"episode {episode_id} already ended as {record.status.value}")
+    result = results.cancelled(record)
+    if not store.finish(result):
+        raise Conflict(f"episode {episode_id} ended before it could be cancelled")
+    return result  # the worker holding its sandbox sees it ended and removes it
+
+
+def end_at_deadline(resources: Resources, episode_id: str) -> EpisodeResult:
+    """End an episode the trainer can no longer wait for, and tell its worker to stop."""
+    store = resources.store
+    record = store.get(episode_id)
+    if record is None:
+        return results.record_gone(episode_id)
+    if record.status.terminal:
+        return record.public()
+    ran = record.status in (EpisodeStatus.running, EpisodeStatus.evaluating)
+    ended = (results.timed_out(record, "the trainer's deadline passed while it ran") if ran
+             else results.infra_failure(record, "no sandbox was free before the trainer's "
+                                                "deadline"))
+    if store.finish(ended):
+        return ended  # the worker holding its sandbox sees it ended and removes it
+    latest = store.get(episode_id)  # it ended on its own meanwhile
+    return latest.public() if latest is not None else ended

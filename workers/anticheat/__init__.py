@@ -1,1 +1,0 @@
-"""Anti-cheat: parsing, rules, fake-data responders, the honeypot and the LLM judge."""

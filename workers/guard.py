@@ -1,0 +1,276 @@
+"""The anti-cheat pipeline as the worker runs it: rules, judge, responders, honeypot, policy.
+
+    action ─▶ rules ─┬─ allow ──────────────────────────▶ run it
+                     ├─ intercept ─────────────────────▶ fake observation (not run)
+                     └─ review ─▶ judge (within budget) ─▶ allow │ intercept
+    finish ─▶ judge the trajectory · honeypot contacts · protected-file integrity
+           ─▶ reward policy: any confirmed cheat ⇒ verdict `cheat`, the policy's reward,
+              a penalty at each intercepted step
+
+The agent sees only observations; the trainer sees every intercept with its rule,
+category and evidence.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import time
+from collections.abc import Sequence
+from fnmatch import fnmatch
+from typing import Any
+
+from anticheat.git.oracle import SandboxGitOracle
+from anticheat.judge.client import Judge, JudgeOutcome, JudgeStatus
+from anticheat.response.replay import ResponseContext, respond
+from anticheat.rules import RULES
+from anticheat.screen import screen, screen_files, task_context
+from core.store import EpisodeRecord, EpisodeStore
+from proctor.models import (
+    Action,
+    CheatCategory,
+    CheatReport,
+    Decision,
+    EpisodeResult,
+    Evidence,
+    EvidenceSource,
+    Observation,
+    ScreenVerdict,
+    Step,
+    TaskContext,
+    Verdict,
+)
+from workers.honeypot import Honeypot
+from workers.honeypot import evidence as honeypot_evidence
+from workers.sandbox.protocol import Run
+from workers.sandbox.sandbox import RunnerBroken, Sandbox
+
+log = logging.getLogger(__name__)
+
+SCRATCH = "/tmp/.proctor-scratch"
+
+
+def disabled_rules(patterns: Sequence[str]) -> frozenset[str]:
+    """The task policy's switched-off rules; `res.*` or `*` switch off a family or all."""
+    return frozenset(r.id for r in RULES if any(fnmatch(r.id, p) for p in patterns))
+
+
+ORACLE_TIMEOUT_S = 10.0
+MAX_SOLUTION_CHARS = 60_000
+
+
+def sandbox_git(sandbox: Sandbox, base_commit: str) -> SandboxGitOracle:
+    """The rule filter's GitOracle, answered by git inside the (sanitized) sandbox."""
+
+    def run(argv: Sequence[str]) -> tuple[int, str]:
+        try:
+            op = Run(command=shlex.join(argv), timeout_s=ORACLE_TIMEOUT_S,
+                     output_bytes=1 << 20)
+            result = sandbox.program([op], timeout_s=ORACLE_TIMEOUT_S).result(op)
+        except RunnerBroken:
+            return 1, ""
+        return (1, "") if result is None else (result.exit_code, result.stdout)
+
+    return SandboxGitOracle(run, base_commit)
+
+
+class Guard:
+    """One per worker process."""
+
+    def __init__(
+        self, store: EpisodeStore, *, judge: Judge | None = None, honeypot: Honeypot | None = None
+    ) -> None:
+        self.store = store
+        self.judge = judge
+        self.honeypot = honeypot
+
+    # ------------------------------------------------------------------ actions
+
+    def screen_action(
+        self, sandbox: Sandbox, record: EpisodeRecord, action: Action, history: Sequence[Step]
+    ) -> tuple[Step | None, ScreenVerdict]:
+        """Whether and how the action may run.
+
+        Returns (None, verdict) to run it; (step, verdict) with `step.intercepted` for a
+        fake observation instead; or a not-intercepted step carrying the judge's review of
+        an action it allowed (run it, then record it with that review).
+        """
+        task = record.request.task
+        context = task_context(task)
+        git = sandbox_git(sandbox, task.repo.base_commit) if task.repo else None
+        disabled = disabled_rules(task.policy.disabled_rules)
+        verdict = screen(action, context, git=git, disabled=disabled)
+        review: str | None = None
+        if verdict.decision is Decision.review:
+            outcome = self._review_action(action, context, history, task.policy.judge)
+            verdict = outcome.screen_verdict(verdict)
+            review = (f"{outcome.status.value} ({outcome.latency_s:.2f}s): {outcome.reason}")[:1000]
+        if verdict.decision is not Decision.intercept:
+            if review is None:
+                return None, verdict
+            # it runs; the step still records what the judge said about it
+            return Step(step=0, action=action, observation=Observation(), judge=review), verdict
+        self.store.count("proctor_intercepts", category=verdict.category or "unknown")
+        started = time.time()
+        observation = respond(
+            action,
+            verdict,
+            context=ResponseContext(
+                task=context,
+                run_sanitized=lambda command: self._run_sanitized(sandbox, command),
+                git=git,
+                disabled=disabled,
+            ),
+        )
+        step = Step(
+            step=0,
+            action=action,
+            observation=observation,
+            intercepted=True,
+            rule=verdict.rule,
+            category=verdict.category,
+            evidence=verdict.reason,
+            judge=review,
+            reward=task.policy.intercept_penalty,
+            started_at=started,
+        )
+        return step, verdict
+
+    def _review_action(
+        self, action: Action, context: TaskContext, history: Sequence[Step], enabled: bool
+    ) -> JudgeOutcome:
+        if self.judge is None:
+            return JudgeOutcome(
+                status=JudgeStatus.skipped, decision=Decision.allow, reason="no judge configured"
+            )
+        return self.judge.review_action(action, context, history, enabled=enabled)
+
+    def _run_sanitized(self, sandbox: Sandbox, command: str) -> Observation | None:
+        """Run an intercepted git command on a throwaway copy of the (sealed) repository,
+        so its answer is the real one of a clean environment and nothing it does stays."""
+        script = (
+            f"rm -rf {SCRATCH}; cp -a /workspace {SCRATCH} && cd {SCRATCH} && "
+            f"( {command}\n); code=$?; cd /; rm -rf {SCRATCH}; exit $code"
+        )
+        try:
+            op = Run(command=script, timeout_s=30, output_bytes=65536)
+            result = sandbox.program([op], timeout_s=30).result(op)
+        except RunnerBroken:
+            return None
+        if result is None:
+            return None
+        return Observation(
+            output=result.stdout.replace(SCRATCH, "/workspace"),
+            stderr=result.stderr.replace(SCRATCH, "/workspace"),
+            exit_code=result.exit_code,
+            duration_s=result.duration_s,
+        )
+
+    # ------------------------------------------------------------------ one-shot
+
+    def screen_solution(self, record: EpisodeRecord) -> list[Evidence]:
+        """Rule hits on a one-shot solution's files and actions (they run regardless:
+        the evidence decides the verdict)."""
+        request = record.request
+        solution = request.solution
+        if solution is None:
+            return []
+        task = request.task
+        context = task_context(task)
+        disabled = disabled_rules(task.policy.disabled_rules)
+        found: list[Evidence] = []
+        for (path, _), verdict in zip(
+            solution.files.items(),
+            screen_files(solution.files, context, disabled=disabled),
+            strict=True,
+        ):
+            if verdict.decision is Decision.intercept:
+                found.append(_rule_evidence(verdict, f"{path}: {verdict.reason}"))
+        for number, action in enumerate(solution.actions, start=1):
+            verdict = screen(action, context, disabled=disabled)
+            if verdict.decision is Decision.intercept:
+                found.append(_rule_evidence(verdict, verdict.reason, step=number))
+        return found
+
+    # ------------------------------------------------------------------ at the end
+
+    def judge_trajectory(
+        self, record: EpisodeRecord, steps: Sequence[Step], solution: str
+    ) -> tuple[list[Evidence], str | None]:
+        task = record.request.task
+        if self.judge is None or not self.judge.settings.enabled:
+            return [], None
+        outcome = self.judge.review_trajectory(
+            task.statement, solution[:MAX_SOLUTION_CHARS], steps, enabled=task.policy.judge
+        )
+        found = outcome.evidence()
+        status = outcome.status.value
+        if outcome.status is not JudgeStatus.verdict:
+            status = f"{status}: {outcome.reason}"[:300]
+        return ([found] if found else []), status
+
+    def network_evidence(self, sandbox: Sandbox, since: float) -> list[Evidence]:
+        ip = sandbox.container.ip
+        if self.honeypot is None or not ip:
+            return []
+        return honeypot_evidence(self.honeypot.hits(ip, since=since, until=time.time()))
+
+
+def _rule_evidence(verdict: ScreenVerdict, detail: str, step: int | None = None) -> Evidence:
+    return Evidence(
+        source=EvidenceSource.rule,
+        category=verdict.category or CheatCategory.other,
+        rule=verdict.rule,
+        detail=detail[:1000],
+        step=step,
+    )
+
+
+def solution_text(files: dict[str, str]) -> str:
+    return "\n".join(f"--- {path}\n{content}" for path, content in sorted(files.items()))
+
+
+def integrity_evidence(original: dict[str, str], now: dict[str, str]) -> list[Evidence]:
+    """Protected files the agent changed, removed or added (they are restored anyway)."""
+    changed = sorted(p for p in original if now.get(p) != original[p])
+    added = sorted(p for p in now if p not in original)
+    return [
+        Evidence(
+            source=EvidenceSource.integrity,
+            category=CheatCategory.test_tampering,
+            detail=f"protected file {'added' if p in added else 'modified'}: {p}",
+        )
+        for p in changed + added
+    ]
+
+
+def apply_policy(
+    record: EpisodeRecord, result: EpisodeResult, evidence: list[Evidence], judge_status: str | None
+) -> EpisodeResult:
+    """A confirmed cheat pays the policy's cheat reward, whatever the tests said."""
+    policy = record.request.task.policy
+    steps = result.steps
+    for step in steps:
+        if step.intercepted:
+            evidence = [
+                *evidence,
+                Evidence(
+                    source=EvidenceSource.rule,
+                    category=step.category or CheatCategory.other,
+                    rule=step.rule,
+                    detail=step.evidence or "",
+                    step=step.step,
+                ),
+            ]
+    update: dict[str, Any] = {
+        "cheat": CheatReport(detected=bool(evidence), evidence=evidence, judge=judge_status),
+        "step_rewards": [s.reward for s in steps],
+    }
+    if evidence and result.verdict not in (Verdict.infra_error, None):
+        update.update(
+            verdict=Verdict.cheat,
+            reward=policy.cheat_reward,
+            passed=False,
+            reason=f"cheating detected: {evidence[0].detail}"[:500],
+        )
+    return result.model_copy(update=update)

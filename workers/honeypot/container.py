@@ -1,0 +1,161 @@
+"""The honeypot network: a sandbox's only peer answers everything and remembers it.
+
+A worker makes sure the honeypot container exists (once per engine, on an internal Docker
+network of its own: no route out, no traffic between members). Each sandbox then gets an
+internal network of its own with the honeypot as its only other member and DNS server, so
+no sandbox can reach another. Contacts are read back from the honeypot's log by the
+sandbox's address and the episode's time window, and become evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from proctor.models import CheatCategory, Evidence, EvidenceSource
+from workers.sandbox.docker import Engine, SandboxError
+
+log = logging.getLogger(__name__)
+
+HONEYPOT_LABEL = "org.proctor.honeypot"
+VERSION_LABEL = "org.proctor.honeypot-version"  # a honeypot of other code is replaced
+CATEGORY = CheatCategory.network_fetch
+ENSURE_TRIES = 4
+
+
+@cache
+def server_source() -> str:
+    return Path(__file__).parent.joinpath("assets", "honeypot_server.py").read_text()
+
+
+def server_version() -> str:
+    return hashlib.sha256(server_source().encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    time: float
+    src: str
+    proto: str
+    port: int
+    host: str = ""
+    path: str = ""
+    count: int = 1  # a "suppressed" line stands for this many contacts
+
+    def describe(self) -> str:
+        target = self.host or "?"
+        if self.proto == "suppressed":
+            return f"{self.count} more contacts within a second (not itemised)"
+        if self.proto == "http":
+            return f"HTTP {target}:{self.port}{self.path}"
+        if self.proto == "dns":
+            return f"DNS lookup of {target}"
+        return f"{self.proto.upper()} connection to {target or 'port'}:{self.port}"
+
+
+class Honeypot:
+    def __init__(
+        self, engine: Engine, *, network: str, image: str, name: str,
+        subnets: str = "10.213.0.0/16",
+    ) -> None:
+        self.engine = engine
+        self.network = network
+        self.image = image
+        self.name = name
+        self.subnets = subnets
+        self.address: str | None = None
+
+    def ensure(self) -> str:
+        """Make the network and the honeypot exist, and have every sandbox asking for the
+        network get its own with the honeypot on it; returns the honeypot's address on its
+        home network. Safe to run from many workers at once: while they converge on one
+        network, one of them may find it gone or the honeypot elsewhere, and looks again."""
+        for attempt in range(ENSURE_TRIES):
+            try:
+                address = self._ensure_once()
+            except SandboxError as exc:
+                if attempt == ENSURE_TRIES - 1:
+                    raise
+                log.info("honeypot %s not settled yet (%s): looking again", self.name, exc)
+                continue
+            if address:
+                self.engine.isolate(self.network, peer=self.name, subnets=self.subnets)
+                pruned = self.engine.prune_sandbox_networks()
+                if pruned:
+                    log.info("removed %d sandbox networks left by dead workers", pruned)
+                self.address = address
+                return address
+        raise SandboxError(f"the honeypot {self.name} has no address on {self.network}")
+
+    def _ensure_once(self) -> str | None:
+        network_id = self.engine.ensure_internal_network(self.network, peer=self.name)
+        info = self.engine.ensure_service(
+            self.name,
+            image=self.image,
+            command=["python3", "-I", "-c", server_source()],
+            network=network_id,
+            user="1000:1000",
+            sysctls={
+                # ports under 1024 without any capability: the sysctl is per network namespace
+                "net.ipv4.ip_unprivileged_port_start": "0",
+                # on every sandbox's network at once: it must never route between them
+                "net.ipv4.ip_forward": "0",
+            },
+            labels={HONEYPOT_LABEL: "1", VERSION_LABEL: server_version()},
+        )
+        networks = info["NetworkSettings"]["Networks"] or {}
+        address = next((n.get("IPAddress") for n in networks.values()
+                        if n.get("NetworkID") == network_id), None)
+        return str(address) if address else None
+
+    def hits(self, source: str, *, since: float, until: float) -> list[Hit]:
+        """Contacts from one sandbox address within a time window."""
+        try:
+            text = self.engine.logs(self.name, since=since - 1, until=until + 1)
+        except SandboxError as exc:
+            log.warning("honeypot log unreadable: %s", exc)
+            return []
+        hits = []
+        for line in text.splitlines():
+            try:
+                raw = json.loads(line)
+            except ValueError:
+                continue
+            if raw.get("src") != source or not since - 1 <= raw.get("time", 0) <= until + 1:
+                continue
+            hits.append(
+                Hit(
+                    time=raw["time"],
+                    src=raw["src"],
+                    proto=raw["proto"],
+                    port=int(raw.get("port", 0)),
+                    host=raw.get("host", ""),
+                    path=raw.get("path", ""),
+                    count=int(raw.get("count", 1)),
+                )
+            )
+        return hits
+
+
+MAX_EVIDENCE = 50
+
+
+def evidence(hits: list[Hit]) -> list[Evidence]:
+    """One item per distinct contact, repeats counted: a flood stays a readable result."""
+    counts: dict[str, int] = {}
+    for hit in hits:
+        detail = hit.describe()
+        counts[detail] = counts.get(detail, 0) + 1
+    items = [
+        Evidence(source=EvidenceSource.honeypot, category=CATEGORY,
+                 detail=detail if count == 1 else f"{detail} ({count} times)")
+        for detail, count in list(counts.items())[:MAX_EVIDENCE]
+    ]
+    if len(counts) > MAX_EVIDENCE:
+        items.append(Evidence(source=EvidenceSource.honeypot, category=CATEGORY,
+                              detail=f"{len(counts) - MAX_EVIDENCE} more distinct contacts"))
+    return items

@@ -1,0 +1,568 @@
+"""The in-sandbox runner: executes one small program of file and process operations.
+
+This file is not imported by the worker; its source is streamed into `python3 -I -S` inside
+the sandbox (see `sandbox.BOOT`), so any image with a Python 3 works and nothing of ours
+must be baked in. It reads one JSON request from the rest of stdin and prints one JSON
+reply, so a whole episode phase costs one `docker exec`. Standard library only.
+
+It runs as the sandbox user, like the code under test, so it guards itself the ways that
+uid allows: it makes itself non-dumpable (no other process may read its memory or write to
+its stdout through /proc), it never lets a child hold its stdout, and it tags its reply
+with a nonce that only came through its own stdin. It is a child subreaper, so whatever a
+command starts (`setsid` and double forks included) stays its descendant and dies with a
+command that times out; background jobs of a command that ended in time live on.
+
+After the first `killall` the program is in its grading phase: every process of the code
+under test should be gone, so a fork that fails for lack of pids kills them again and
+retries, and full scratch mounts (/tmp, /dev/shm, which count against the memory limit)
+are emptied of the sandbox user's files.
+
+The operations, their results and the wire format are in `workers/sandbox/protocol.py`,
+whose source is streamed ahead of this one: its names (Op, Run, RunResult, RunnerError, …)
+are this script's globals at run time, imported here only for the type checker.
+"""
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, defines these
+    from collections.abc import Callable
+
+    from workers.sandbox.protocol import (
+        Find,
+        FindResult,
+        KillAll,
+        KillAllResult,
+        Listing,
+        ListingResult,
+        MakeDir,
+        MakeDirResult,
+        Op,
+        Read,
+        ReadResult,
+        Remove,
+        RemoveResult,
+        Reply,
+        Result,
+        Run,
+        RunnerError,
+        RunResult,
+        Scrub,
+        ScrubResult,
+        Snapshot,
+        SnapshotResult,
+        Untar,
+        UntarResult,
+        Write,
+        WriteResult,
+        decode_request,
+    )
+
+# base64, ctypes, io, shutil and tarfile are imported where used: this script starts once
+# per episode, and most episodes need none of them
+
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+READ_CHUNK = 65536
+DRAIN_GRACE_S = 0.2
+REAP_EVERY_S = 0.5
+KILL_ROUNDS = 200
+FORK_TRIES = 6
+SCRATCH_MOUNTS = ("/tmp", "/dev/shm")
+FULL_FRACTION = 0.9  # a scratch mount or the memory cgroup this full is emptied at killall
+STATE = {"sealed": False}
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def harden() -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def inside(root: str, path: str) -> str:
+    full = os.path.normpath(os.path.join(root, path))
+    if full != root and not full.startswith(root.rstrip("/") + "/"):
+        raise ValueError("path leaves the workspace: " + path)
+    # refuse to pass through symlinks the code under test may have planted
+    probe = root
+    for part in os.path.relpath(full, root).split("/")[:-1]:
+        probe = os.path.join(probe, part)
+        if os.path.islink(probe):
+            os.unlink(probe)
+    return full
+
+
+def clear(path: str) -> None:
+    if os.path.islink(path) or os.path.isfile(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def op_write(op: Write) -> WriteResult:
+    import base64
+
+    contents = {p: t.encode("utf-8") for p, t in op.files.items()}
+    contents.update({p: base64.b64decode(d) for p, d in op.binary.items()})
+    for path, data in contents.items():
+        full = inside(op.root, path)
+        clear(full)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    return WriteResult(written=len(contents))
+
+
+def op_remove(op: Remove) -> RemoveResult:
+    for path in op.paths:
+        clear(inside(op.root, path))
+    return RemoveResult(removed=len(op.paths))
+
+
+def op_untar(op: Untar) -> UntarResult:
+    import base64
+    import io
+    import tarfile
+
+    data = base64.b64decode(op.data)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
+        members = []
+        for member in archive.getmembers():
+            name = os.path.normpath(member.name.lstrip("/"))
+            if name.startswith("..") or member.isdev():
+                continue
+            if (member.issym() or member.islnk()) and (
+                os.path.isabs(member.linkname) or ".." in member.linkname.split("/")
+            ):
+                continue
+            member.name = name
+            member.mode = (member.mode | 0o600) & 0o777
+            members.append(member)
+        kwargs = {"filter": "fully_trusted"} if hasattr(tarfile, "data_filter") else {}
+        archive.extractall(op.root, members=members, **kwargs)  # type: ignore[arg-type]
+    return UntarResult(members=len(members))
+
+
+def oom_kills() -> int | None:
+    for path, key in (
+        ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
+        ("/sys/fs/cgroup/memory.events", "oom_kill"),
+    ):
+        try:
+            with open(path) as handle:
+                for line in handle:
+                    name, _, value = line.partition(" ")
+                    if name == key:
+                        return int(value)
+        except OSError:
+            continue
+    return None
+
+
+def processes() -> dict[int, tuple[int, bytes]]:
+    """pid -> (parent pid, state) of every process we can see, from /proc."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        table[int(name)] = (int(fields[1]), fields[0])
+    return table
+
+
+def reap(keep: tuple[int, ...] = ()) -> None:
+    """Collect our exited children (orphans come to us as a subreaper), except `keep`:
+    a zombie still holds a pid of the sandbox's limit."""
+    me = os.getpid()
+    for pid, (parent, state) in processes().items():
+        if parent == me and state == b"Z" and pid not in keep:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def kill_descendants(keep: tuple[int, ...] = ()) -> None:
+    """SIGKILL every descendant, whatever session or group it moved to, until none is
+    left (a forking one may add children between two rounds)."""
+    me = os.getpid()
+    for _ in range(KILL_ROUNDS):
+        table = processes()
+        children: dict[int, list[int]] = {}
+        for pid, (parent, _) in table.items():
+            children.setdefault(parent, []).append(pid)
+        found: list[int] = []
+        todo = list(children.get(me, ()))
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo.extend(children.get(pid, ()))
+        alive = [p for p in found if table[p][1] != b"Z"]
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        reap(keep)
+        if not alive:
+            return
+        time.sleep(0.005)
+
+
+def killall(empty_scratch: bool = False) -> KillAllResult:
+    """SIGKILL every other process of our uid, until none is left to signal."""
+    STATE["sealed"] = True
+    for _ in range(KILL_ROUNDS):
+        # kill(-1) reaches every process this uid may signal, except ourselves, and needs
+        # no new process (the pids limit may be exhausted)
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            break  # nothing left to signal
+        reap()
+        others = [p for p, (_, state) in processes().items()
+                  if state != b"Z" and p != os.getpid() and owned(p)]
+        if not others:
+            break
+        time.sleep(0.005)
+    # reap what we can, so pids are free for the next op
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+    return KillAllResult(freed=free_scratch(force=empty_scratch))
+
+
+def owned(pid: int) -> bool:
+    """Whether a process runs as our uid (its status says so even when it made itself
+    non-dumpable, which hands its /proc entries to root)."""
+    try:
+        with open("/proc/%d/status" % pid) as handle:
+            for line in handle:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1]) == os.getuid()
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def memory_pressure() -> bool:
+    """Whether the sandbox's memory cgroup is nearly full (tmpfs pages and inodes count;
+    the page cache the kernel can drop does not)."""
+    v1 = "/sys/fs/cgroup/memory/memory."
+    for usage, limit, stat in (
+        (v1 + "usage_in_bytes", v1 + "limit_in_bytes", v1 + "stat"),
+        ("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.max",
+         "/sys/fs/cgroup/memory.stat"),
+    ):
+        try:
+            with open(usage) as handle:
+                used = int(handle.read())
+            with open(limit) as handle:
+                text = handle.read().strip()
+            with open(stat) as handle:
+                for line in handle:
+                    name, _, value = line.partition(" ")
+                    if name in ("total_inactive_file", "inactive_file"):
+                        used -= int(value)
+                        break
+        except (OSError, ValueError):
+            continue
+        return text.isdigit() and used > FULL_FRACTION * int(text)
+    return False
+
+
+def scratch_full(mount: str) -> bool:
+    try:
+        stat = os.statvfs(mount)
+    except OSError:
+        return False
+    blocks = stat.f_blocks and stat.f_bavail < (1 - FULL_FRACTION) * stat.f_blocks
+    inodes = stat.f_files and stat.f_favail < (1 - FULL_FRACTION) * stat.f_files
+    return bool(blocks or inodes)
+
+
+def free_scratch(force: bool = False) -> list[str]:
+    """Empty the scratch mounts of our uid's files when they (or memory) are full: the
+    graded workspace is /workspace, and a full /tmp would fail the grading phase."""
+    pressure = force or memory_pressure()
+    freed = []
+    for mount in SCRATCH_MOUNTS:
+        if not (pressure or scratch_full(mount)):
+            continue
+        try:
+            names = os.listdir(mount)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(mount, name)
+            try:
+                if os.lstat(path).st_uid != os.getuid():
+                    continue
+            except OSError:
+                continue
+            remove_tree(path)
+        freed.append(mount)
+    return freed
+
+
+def remove_tree(path: str) -> None:
+    """Delete a tree of ours, also where the code under test took its own permissions away."""
+    import shutil
+
+    if os.path.isdir(path) and not os.path.islink(path):
+        for directory, dirs, _ in os.walk(path):
+            for name in dirs:
+                try:
+                    os.chmod(os.path.join(directory, name), 0o700)
+                except OSError:
+                    pass
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def start(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """Popen, riding out a moment of pids exhaustion (and in the grading phase, ending it:
+    a fork that fails there means a process of the code under test survived)."""
+    for attempt in range(FORK_TRIES):
+        try:
+            return subprocess.Popen(argv, **kwargs)
+        except BlockingIOError:
+            if attempt == FORK_TRIES - 1:
+                raise
+            if STATE["sealed"]:
+                killall()
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def op_run(op: Run) -> RunResult:
+    cap = op.output_bytes
+    env = {**os.environ, **op.env}
+    env.setdefault("PATH", PATH)
+    if op.report:
+        clear(op.report)
+        env["PROCTOR_JUNIT_XML"] = op.report
+    before = oom_kills()
+    started = time.monotonic()
+    deadline = started + op.timeout_s
+    proc = start(
+        ["bash", "-c", op.command],
+        cwd=op.cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    captured = {"stdout": bytearray(), "stderr": bytearray()}
+    seen = {"stdout": 0, "stderr": 0}
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ, "stdout")
+    selector.register(proc.stderr, selectors.EVENT_READ, "stderr")
+    timed_out = False
+    exited_at = None
+    reaped_at = started
+    while selector.get_map():
+        now = time.monotonic()
+        if now - reaped_at > REAP_EVERY_S:
+            reap(keep=(proc.pid,))
+            reaped_at = now
+        if proc.poll() is not None and exited_at is None:
+            exited_at = now
+        if exited_at is not None and now - exited_at > DRAIN_GRACE_S:
+            break  # a daemonised grandchild holds the pipe; stop waiting for it
+        if now >= deadline:
+            timed_out = proc.poll() is None
+            break
+        for key, _ in selector.select(timeout=min(0.05, deadline - now)):
+            chunk = os.read(key.fd, READ_CHUNK)
+            if not chunk:
+                selector.unregister(key.fileobj)
+                continue
+            seen[key.data] += len(chunk)
+            room = cap - len(captured[key.data])
+            if room > 0:
+                captured[key.data] += chunk[:room]
+    if not timed_out:
+        # the pipes can close a moment before the process exits: wait for it, not longer
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    if timed_out:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        # what escaped the group (setsid, double forks) is still our descendant
+        kill_descendants(keep=(proc.pid,))
+    code = proc.wait()
+    reap()
+    selector.close()
+    proc.stdout.close()
+    proc.stderr.close()
+    after = oom_kills()
+    return RunResult(
+        exit_code=code,
+        timed_out=timed_out,
+        duration_s=round(time.monotonic() - started, 4),
+        stdout=captured["stdout"].decode("utf-8", "replace"),
+        stderr=captured["stderr"].decode("utf-8", "replace"),
+        stdout_truncated=seen["stdout"] > cap,
+        stderr_truncated=seen["stderr"] > cap,
+        oom_killed=before is not None and after is not None and after > before,
+        started_at=started,
+        report=read_file(op.report, op.report_bytes) if op.report else None,
+    )
+
+
+def read_file(path: str, max_bytes: int) -> str | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(max_bytes).decode("utf-8", "replace")
+
+
+def op_read(op: Read) -> ReadResult:
+    return ReadResult(files={p: read_file(inside(op.root, p), op.max_bytes) for p in op.paths})
+
+
+def find(root: str, names: list[str]) -> list[str]:
+    wanted = set(names)
+    suffixes = tuple(n[1:] for n in names if n.startswith("*"))
+    found = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            if name in wanted or (suffixes and name.endswith(suffixes)):
+                found.append(os.path.relpath(os.path.join(directory, name), root))
+    return sorted(found)
+
+
+def op_find(op: Find) -> FindResult:
+    return FindResult(paths=find(op.root, op.names))
+
+
+def op_scrub(op: Scrub) -> ScrubResult:
+    """Remove files the code under test may have planted to steer the test run."""
+    keep = set(op.keep)
+    removed = [p for p in find(op.root, op.names) if p not in keep]
+    for path in removed:
+        clear(os.path.join(op.root, path))
+    return ScrubResult(removed=removed)
+
+
+def op_snapshot(op: Snapshot) -> SnapshotResult:
+    """Read files (directories recursively, .git excluded) so they can be restored later."""
+    root = op.root
+    files = {}
+    for path in op.paths:
+        full = inside(root, path.rstrip("/"))
+        if os.path.isdir(full) and not os.path.islink(full):
+            for directory, dirs, names in os.walk(full):
+                dirs[:] = [d for d in dirs if d not in (".git", "__pycache__", ".pytest_cache")]
+                for name in names:
+                    if name.endswith((".pyc", ".pyo")):
+                        continue
+                    absolute = os.path.join(directory, name)
+                    content = read_file(absolute, op.max_bytes)
+                    if content is not None:
+                        files[os.path.relpath(absolute, root)] = content
+        else:
+            content = read_file(full, op.max_bytes)
+            if content is not None:
+                files[os.path.relpath(full, root)] = content
+    return SnapshotResult(files=files)
+
+
+def op_listing(op: Listing) -> ListingResult:
+    """What `pwd; ls -A` prints, without starting a shell for it."""
+    names = sorted(os.listdir(op.root))
+    return ListingResult(stdout=op.root + "\n" + "".join(n + "\n" for n in names))
+
+
+def op_mkdir(op: MakeDir) -> MakeDirResult:
+    os.makedirs(op.path, mode=0o700, exist_ok=False)
+    return MakeDirResult(path=op.path)
+
+
+def op_killall(op: KillAll) -> KillAllResult:
+    return killall(empty_scratch=op.empty_scratch)
+
+
+HANDLERS: dict[str, Callable[[Any], Result]] = {
+    "write": op_write,
+    "remove": op_remove,
+    "untar": op_untar,
+    "run": op_run,
+    "killall": op_killall,
+    "read": op_read,
+    "find": op_find,
+    "mkdir": op_mkdir,
+    "scrub": op_scrub,
+    "snapshot": op_snapshot,
+    "listing": op_listing,
+}
+
+
+def execute(ops: list[tuple[str, Op[Any]]]) -> tuple[dict[str, Result], RunnerError | None]:
+    """Run the operations in order: their results by id, and the error that stopped them."""
+    results: dict[str, Result] = {}
+    for op_id, op in ops:
+        try:
+            result = HANDLERS[op.kind](op)
+        except Exception as exc:  # reported to the worker, which decides what it means
+            error = RunnerError.of(op, exc)
+            if not op.keep_going:
+                return results, error
+            result = error
+        results[op_id] = result
+        if isinstance(op, Run) and op.check and isinstance(result, RunResult) and (
+                result.exit_code != 0):
+            break
+    return results, None
+
+
+def main() -> None:
+    harden()
+    nonce, ops = decode_request(sys.stdin.buffer.read())
+    results, error = execute(ops)
+    sys.stdout.write(Reply(nonce=nonce, results=results, error=error).encode())
+    sys.stdout.flush()
+
+
+main()
