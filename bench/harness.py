@@ -38,13 +38,22 @@ def service(**settings: str) -> Iterator[str]:
     client.flushdb()
     client.close()
     port = free_port()
-    env = {**os.environ, "PROCTOR_REDIS_URL": BENCH_REDIS, "PROCTOR_PORT": str(port),
-           **{f"PROCTOR_{k.upper()}": v for k, v in settings.items()}}
+    env = {
+        **os.environ,
+        "PROCTOR_REDIS_URL": BENCH_REDIS,
+        "PROCTOR_PORT": str(port),
+        **{f"PROCTOR_{k.upper()}": v for k, v in settings.items()},
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)  # a fresh clone has no bench/results/
     log = open(RESULTS / f"service-{port}.log", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen([sys.executable, "-m", "proctor.cli", "run"], env=env,
-                               cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proctor.cli", "run"],
+        env=env,
+        cwd=REPO_ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
@@ -91,8 +100,9 @@ def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
     for row in rows:
-        out.append("  ".join(str(row.get(c, "")).ljust(w) for c, w in zip(columns, widths,
-                                                                            strict=True)))
+        out.append(
+            "  ".join(str(row.get(c, "")).ljust(w) for c, w in zip(columns, widths, strict=True))
+        )
     return "\n".join(out)
 
 

@@ -40,8 +40,10 @@ def proctor_ready_and_steps(url: str, episodes: int, steps: int) -> tuple[list[f
             episode_id = response.json()["id"]
             for _ in range(steps if i == 0 else 0):
                 started = time.monotonic()
-                answer = client.post(f"/v1/episodes/{episode_id}/actions",
-                                     json={"type": "bash", "command": "echo hi"})
+                answer = client.post(
+                    f"/v1/episodes/{episode_id}/actions",
+                    json={"type": "bash", "command": "echo hi"},
+                )
                 step_times.append(time.monotonic() - started)
                 assert answer.json()["observation"]["output"] == "hi\n"
             client.post(f"/v1/episodes/{episode_id}/finish")
@@ -55,13 +57,19 @@ def docker_baselines(episodes: int, steps: int) -> tuple[list[float], list[float
     starts: list[float] = []
     for _ in range(episodes):
         started = time.monotonic()
-        container = api.create_container(IMAGE, command=["sleep", "infinity"],
-                                         host_config=api.create_host_config(network_mode="none"))
+        container = api.create_container(
+            IMAGE,
+            command=["sleep", "infinity"],
+            host_config=api.create_host_config(network_mode="none"),
+        )
         api.start(container)
         starts.append(time.monotonic() - started)
         api.remove_container(container, force=True)
-    container = api.create_container(IMAGE, command=["sleep", "infinity"],
-                                     host_config=api.create_host_config(network_mode="none"))
+    container = api.create_container(
+        IMAGE,
+        command=["sleep", "infinity"],
+        host_config=api.create_host_config(network_mode="none"),
+    )
     api.start(container)
     execs: list[float] = []
     try:
@@ -85,19 +93,31 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
 
     starts, execs = docker_baselines(args.episodes, args.steps)
-    rows.append({"measure": "ready", "system": "docker create+start (SDK)", "n": len(starts),
-                 **summary(starts)})
+    rows.append(
+        {
+            "measure": "ready",
+            "system": "docker create+start (SDK)",
+            "n": len(starts),
+            **summary(starts),
+        }
+    )
     for pool in ("2", "0"):
         with service(worker_concurrency="2", pool_size=pool) as url:
             ready, steps = proctor_ready_and_steps(url, args.episodes, args.steps)
         label = "warm pool" if pool != "0" else "no pool (cold)"
-        rows.append({"measure": "ready", "system": f"proctor, {label}", "n": len(ready),
-                     **summary(ready)})
+        rows.append(
+            {"measure": "ready", "system": f"proctor, {label}", "n": len(ready), **summary(ready)}
+        )
         if pool != "0":
-            step_row = {"measure": "step", "system": "proctor action (HTTP→RQ→exec)",
-                        "n": len(steps), **summary(steps)}
-    rows.append({"measure": "step", "system": "docker exec (SDK)", "n": len(execs),
-                 **summary(execs)})
+            step_row = {
+                "measure": "step",
+                "system": "proctor action (HTTP→RQ→exec)",
+                "n": len(steps),
+                **summary(steps),
+            }
+    rows.append(
+        {"measure": "step", "system": "docker exec (SDK)", "n": len(execs), **summary(execs)}
+    )
     rows.append(step_row)
 
     print(table(rows, ["measure", "system", "n", "p50_s", "p95_s", "mean_s"]))

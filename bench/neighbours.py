@@ -43,7 +43,8 @@ SOLUTION = "def add(a, b):\n    return a + b\n"
 # Each aggressor is the body of a test function; `END` is when it stops by itself (the
 # bench also cancels it when its phase is over). Limits are the defaults but where named.
 AGGRESSORS: dict[str, tuple[str, dict[str, Any]]] = {
-    "oom": ("""
+    "oom": (
+        """
     chunk = 512 << 20  # four times memory_mb: the kernel kills the child every time
     while time.time() < END:
         pid = os.fork()
@@ -51,8 +52,11 @@ AGGRESSORS: dict[str, tuple[str, dict[str, Any]]] = {
             data = b"x" * chunk  # touches every page
             os._exit(len(data) & 0)
         os.waitpid(pid, 0)
-""", {"memory_mb": 128}),
-    "fork": ("""
+""",
+        {"memory_mb": 128},
+    ),
+    "fork": (
+        """
     root = os.getpid()
     while time.time() < END:
         try:
@@ -61,8 +65,11 @@ AGGRESSORS: dict[str, tuple[str, dict[str, Any]]] = {
             pass  # at the pids limit: try again
     if os.getpid() != root:
         os._exit(0)
-""", {}),
-    "disk": ("""
+""",
+        {},
+    ),
+    "disk": (
+        """
     block = b"x" * (1 << 20)
     while time.time() < END:
         for where in (".", "/tmp", os.path.expanduser("~")):
@@ -77,8 +84,11 @@ AGGRESSORS: dict[str, tuple[str, dict[str, Any]]] = {
                 os.remove(path)
             except OSError:
                 pass
-""", {}),
-    "cpu": ("""
+""",
+        {},
+    ),
+    "cpu": (
+        """
     root = os.getpid()
     for _ in range((os.cpu_count() or 1) - 1):
         if os.fork() == 0:
@@ -87,25 +97,39 @@ AGGRESSORS: dict[str, tuple[str, dict[str, Any]]] = {
         pass
     if os.getpid() != root:
         os._exit(0)
-""", {}),
+""",
+        {},
+    ),
 }
 
 
 def neighbour(n: int) -> dict[str, Any]:
     test = f"from solution import add\n\n\ndef test_add():\n    assert add({n}, 1) == {n + 1}\n"
-    return {"task": {"image": "python", "tests": {"files": {"test_add.py": test}},
-                     "limits": {"timeout_s": 10}},
-            "solution": {"files": {"solution.py": SOLUTION}}}
+    return {
+        "task": {
+            "image": "python",
+            "tests": {"files": {"test_add.py": test}},
+            "limits": {"timeout_s": 10},
+        },
+        "solution": {"files": {"solution.py": SOLUTION}},
+    }
 
 
 def aggressor(kind: str, n: int, seconds: float) -> dict[str, Any]:
     body, limits = AGGRESSORS[kind]
-    test = (f"import os\nimport time\n\nEND = time.time() + {seconds:.0f}  # run {n}\n\n\n"
-            f"def test_aggress():{body}")
-    return {"task": {"image": "python", "tests": {"files": {"test_aggress.py": test}},
-                     "limits": {"timeout_s": seconds + 10, **limits},
-                     "policy": {"disabled_rules": ["*"]}},
-            "solution": {"files": {"solution.py": SOLUTION}}}
+    test = (
+        f"import os\nimport time\n\nEND = time.time() + {seconds:.0f}  # run {n}\n\n\n"
+        f"def test_aggress():{body}"
+    )
+    return {
+        "task": {
+            "image": "python",
+            "tests": {"files": {"test_aggress.py": test}},
+            "limits": {"timeout_s": seconds + 10, **limits},
+            "policy": {"disabled_rules": ["*"]},
+        },
+        "solution": {"files": {"solution.py": SOLUTION}},
+    }
 
 
 class Aggressor(threading.Thread):
@@ -157,8 +181,9 @@ class Aggressor(threading.Thread):
                 time.sleep(REAPER_S / 2)
             else:
                 if name:
-                    raise RuntimeError(f"the {self.kind} aggressor's sandbox {name} outlived "
-                                       "its cancel")
+                    raise RuntimeError(
+                        f"the {self.kind} aggressor's sandbox {name} outlived its cancel"
+                    )
         finally:
             engine.close()
         time.sleep(1)
@@ -171,8 +196,7 @@ class Phase:
 
     def __init__(self, http: httpx.Client, seconds: float, start: int) -> None:
         self.latencies: list[float] = []
-        self.parts: dict[str, list[float]] = {"queued_s": [], "sandbox_start_s": [],
-                                              "run_s": []}
+        self.parts: dict[str, list[float]] = {"queued_s": [], "sandbox_start_s": [], "run_s": []}
         self.failed = 0
         engine_before, host_before, began = engine_cpu_s(), host_cpu(), time.time()
         deadline = time.monotonic() + seconds
@@ -213,7 +237,7 @@ def engine_cpu_s() -> float:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+        name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1].split()
         if name in ENGINE:
             used += int(rest[11]) + int(rest[12])
     return used / ticks
@@ -229,8 +253,9 @@ def host_cpu() -> tuple[int, int]:
 def oom_events(since: float, until: float) -> int:
     client = docker.from_env()
     try:
-        events = client.events(since=int(since), until=int(until) + 1,
-                               filters={"event": "oom"}, decode=True)
+        events = client.events(
+            since=int(since), until=int(until) + 1, filters={"event": "oom"}, decode=True
+        )
         return sum(1 for _ in events)
     finally:
         client.close()
@@ -243,9 +268,23 @@ class PrivateRedis:
         self.directory = Path(tempfile.mkdtemp(prefix="proctor-neighbours-"))
         self.port = free_port()
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.directory)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.directory),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self.url = f"redis://127.0.0.1:{self.port}/0"
         client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + 30
@@ -270,8 +309,9 @@ class PrivateRedis:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--phase-s", type=float, default=20.0, help="seconds per phase")
     parser.add_argument("--workers", type=int, default=2, help="Proctor worker processes")
     parser.add_argument("--only", default=",".join(AGGRESSORS), help="aggressors to run")
@@ -282,8 +322,12 @@ def main() -> None:
     store = PrivateRedis()
     harness.BENCH_REDIS = store.url  # service() flushes and uses this database
     try:
-        settings = {"worker_concurrency": str(args.workers), "pool_size": "2",
-                    "network": "none", "reaper_interval_s": str(REAPER_S)}
+        settings = {
+            "worker_concurrency": str(args.workers),
+            "pool_size": "2",
+            "network": "none",
+            "reaper_interval_s": str(REAPER_S),
+        }
         with harness.service(**settings) as url, httpx.Client(base_url=url, timeout=180) as http:
             Phase(http, 3, 0)  # warm up: imports, pools, page cache
             n = 1000
@@ -301,40 +345,70 @@ def main() -> None:
                 noisy.stop(url, store.url)
                 idle_s, loaded_s = summary(idle.latencies), summary(loaded.latencies)
                 ratio = loaded_s["p50_s"] / idle_s["p50_s"]
-                rows.append({
-                    "aggressor": kind, "idle_p50_s": idle_s["p50_s"],
-                    "loaded_p50_s": loaded_s["p50_s"], "ratio_p50": round(ratio, 2),
-                    "idle_p95_s": idle_s["p95_s"], "loaded_p95_s": loaded_s["p95_s"],
-                    "ratio_p95": round(loaded_s["p95_s"] / idle_s["p95_s"], 2),
-                    "samples": f"{len(idle.latencies)}/{len(loaded.latencies)}",
-                    "not_passed": idle.failed + loaded.failed,
-                    "aggressor_episodes": len(noisy.episodes) + 1,
-                    "goal_met": ratio <= GOAL,
-                    "parts_idle": idle.medians(), "parts_loaded": loaded.medians(),
-                    "start_s": f"{idle.medians()['sandbox_start_s']}/"
-                               f"{loaded.medians()['sandbox_start_s']}",
-                    "run_s": f"{idle.medians()['run_s']}/{loaded.medians()['run_s']}",
-                    "host_busy_pct": f"{idle.host_busy_pct}/{loaded.host_busy_pct}",
-                    "engine_cpu_pct": f"{idle.engine_cpu_pct}/{loaded.engine_cpu_pct}",
-                    "oom_events": loaded.oom_events,
-                })
-                print(f"  {kind}: p50 {idle_s['p50_s']} s idle, {loaded_s['p50_s']} s beside "
-                      f"it ({ratio:.2f}x)", flush=True)
+                rows.append(
+                    {
+                        "aggressor": kind,
+                        "idle_p50_s": idle_s["p50_s"],
+                        "loaded_p50_s": loaded_s["p50_s"],
+                        "ratio_p50": round(ratio, 2),
+                        "idle_p95_s": idle_s["p95_s"],
+                        "loaded_p95_s": loaded_s["p95_s"],
+                        "ratio_p95": round(loaded_s["p95_s"] / idle_s["p95_s"], 2),
+                        "samples": f"{len(idle.latencies)}/{len(loaded.latencies)}",
+                        "not_passed": idle.failed + loaded.failed,
+                        "aggressor_episodes": len(noisy.episodes) + 1,
+                        "goal_met": ratio <= GOAL,
+                        "parts_idle": idle.medians(),
+                        "parts_loaded": loaded.medians(),
+                        "start_s": f"{idle.medians()['sandbox_start_s']}/"
+                        f"{loaded.medians()['sandbox_start_s']}",
+                        "run_s": f"{idle.medians()['run_s']}/{loaded.medians()['run_s']}",
+                        "host_busy_pct": f"{idle.host_busy_pct}/{loaded.host_busy_pct}",
+                        "engine_cpu_pct": f"{idle.engine_cpu_pct}/{loaded.engine_cpu_pct}",
+                        "oom_events": loaded.oom_events,
+                    }
+                )
+                print(
+                    f"  {kind}: p50 {idle_s['p50_s']} s idle, {loaded_s['p50_s']} s beside "
+                    f"it ({ratio:.2f}x)",
+                    flush=True,
+                )
     finally:
         store.close()
-    columns = ["aggressor", "idle_p50_s", "loaded_p50_s", "ratio_p50", "ratio_p95", "samples",
-               "not_passed", "goal_met"]
+    columns = [
+        "aggressor",
+        "idle_p50_s",
+        "loaded_p50_s",
+        "ratio_p50",
+        "ratio_p95",
+        "samples",
+        "not_passed",
+        "goal_met",
+    ]
     print()
     print(table(rows, columns))
     print("\nwhere the time went (idle/beside, medians) and what the host did meanwhile:")
-    print(table(rows, ["aggressor", "start_s", "run_s", "host_busy_pct", "engine_cpu_pct",
-                       "oom_events"]))
+    print(
+        table(
+            rows, ["aggressor", "start_s", "run_s", "host_busy_pct", "engine_cpu_pct", "oom_events"]
+        )
+    )
     load_after = os.getloadavg()
     print(f"\nhost load average (1 min) {load_before[0]:.1f} before, {load_after[0]:.1f} after")
-    path = write("neighbours", {
-        "machine": {**machine(), "load_1m_before": load_before[0], "load_1m_after": load_after[0]},
-        "goal": f"neighbour p50 beside each aggressor <= {GOAL}x idle", "phase_s": args.phase_s,
-        "workers": args.workers, "rows": rows})
+    path = write(
+        "neighbours",
+        {
+            "machine": {
+                **machine(),
+                "load_1m_before": load_before[0],
+                "load_1m_after": load_after[0],
+            },
+            "goal": f"neighbour p50 beside each aggressor <= {GOAL}x idle",
+            "phase_s": args.phase_s,
+            "workers": args.workers,
+            "rows": rows,
+        },
+    )
     print(f"written to {path}")
 
 

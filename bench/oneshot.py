@@ -37,9 +37,13 @@ def run_programs(programs: list[str], command: list[str], concurrency: int) -> d
     with ThreadPoolExecutor(concurrency) as pool:
         outcomes = list(pool.map(one, programs))
     elapsed = time.monotonic() - started
-    return {"episodes": len(programs), "elapsed_s": round(elapsed, 2),
-            "per_s": round(len(programs) / elapsed, 2),
-            "ok": sum(ok for _, ok in outcomes), **summary([t for t, _ in outcomes])}
+    return {
+        "episodes": len(programs),
+        "elapsed_s": round(elapsed, 2),
+        "per_s": round(len(programs) / elapsed, 2),
+        "ok": sum(ok for _, ok in outcomes),
+        **summary([t for t, _ in outcomes]),
+    }
 
 
 async def run_proctor(url: str, episodes: list[dict[str, Any]], concurrency: int) -> dict[str, Any]:
@@ -60,9 +64,13 @@ async def run_proctor(url: str, episodes: list[dict[str, Any]], concurrency: int
         started = time.monotonic()
         await asyncio.gather(*(one(e) for e in episodes))
         elapsed = time.monotonic() - started
-    return {"episodes": len(episodes), "elapsed_s": round(elapsed, 2),
-            "per_s": round(len(episodes) / elapsed, 2),
-            "ok": sum(r == 1.0 for r in rewards), **summary(latencies)}
+    return {
+        "episodes": len(episodes),
+        "elapsed_s": round(elapsed, 2),
+        "per_s": round(len(episodes) / elapsed, 2),
+        "ok": sum(r == 1.0 for r in rewards),
+        **summary(latencies),
+    }
 
 
 def main() -> None:
@@ -79,24 +87,38 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
 
     print(f"subprocess baseline ({len(programs)} programs) ...", flush=True)
-    rows.append({"system": "python3 subprocess", "concurrency": args.baseline_concurrency,
-                 **run_programs(programs, [sys.executable, "-c"], args.baseline_concurrency)})
+    rows.append(
+        {
+            "system": "python3 subprocess",
+            "concurrency": args.baseline_concurrency,
+            **run_programs(programs, [sys.executable, "-c"], args.baseline_concurrency),
+        }
+    )
     print("docker run baseline ...", flush=True)
     docker = ["docker", "run", "--rm", "--network", "none", IMAGE, "python3", "-c"]
-    rows.append({"system": "docker run --rm --network none",
-                 "concurrency": args.baseline_concurrency,
-                 **run_programs(programs, docker, args.baseline_concurrency)})
+    rows.append(
+        {
+            "system": "docker run --rm --network none",
+            "concurrency": args.baseline_concurrency,
+            **run_programs(programs, docker, args.baseline_concurrency),
+        }
+    )
 
     episodes = [humaneval.episode(p) for p in problems]
     with service(worker_concurrency=str(args.workers), pool_size="2") as url:
         for concurrency in (int(c) for c in args.concurrency.split(",")):
             print(f"proctor, concurrency {concurrency} ...", flush=True)
             # a fresh run each round: identical requests would share their episodes
-            fresh = [{**e, "metadata": {**e["metadata"], "round": str(concurrency)}}
-                     for e in episodes]
-            rows.append({"system": f"proctor ({args.workers} workers)",
-                         "concurrency": concurrency,
-                         **asyncio.run(run_proctor(url, fresh, concurrency))})
+            fresh = [
+                {**e, "metadata": {**e["metadata"], "round": str(concurrency)}} for e in episodes
+            ]
+            rows.append(
+                {
+                    "system": f"proctor ({args.workers} workers)",
+                    "concurrency": concurrency,
+                    **asyncio.run(run_proctor(url, fresh, concurrency)),
+                }
+            )
 
     columns = ["system", "concurrency", "episodes", "ok", "per_s", "p50_s", "p95_s", "elapsed_s"]
     print()

@@ -58,7 +58,8 @@ class Settings(BaseSettings):
     max_batch: int = defaults.MAX_BATCH
     result_ttl_s: int = defaults.RESULT_TTL_S
     dedup_ttl_s: int = Field(
-        defaults.DEDUP_TTL_S, description="identical one-shot requests share an episode")
+        defaults.DEDUP_TTL_S, description="identical one-shot requests share an episode"
+    )
 
     # --- sandboxes
     images: Annotated[dict[str, str], NoDecode] = Field(
@@ -67,12 +68,14 @@ class Settings(BaseSettings):
     runtime: str | None = Field(None, description="OCI runtime, e.g. runsc for gVisor")
     sandbox_user: str = defaults.SANDBOX_USER
     pool_size: int = Field(
-        defaults.POOL_SIZE, ge=0, le=64, description="warm containers per image per worker")
+        defaults.POOL_SIZE, ge=0, le=64, description="warm containers per image per worker"
+    )
     network: Literal["auto", "none"] = defaults.NETWORK
     honeypot_network: str = defaults.HONEYPOT_NETWORK
     honeypot_image: str | None = Field(None, description="defaults to the python sandbox image")
     sandbox_subnets: str = Field(
-        defaults.SANDBOX_SUBNETS, description="each sandbox's own /29 network is carved from here")
+        defaults.SANDBOX_SUBNETS, description="each sandbox's own /29 network is carved from here"
+    )
     max_episode_s: float = defaults.MAX_EPISODE_S
     interactive_idle_s: float = defaults.INTERACTIVE_IDLE_S
     # the most one sandbox may ask for (service/admission.py); unset: derived from the host.
@@ -91,20 +94,26 @@ class Settings(BaseSettings):
 
     # --- the LLM judge (PROCTOR_JUDGE_*; anticheat.judge.settings.JudgeSettings reads these)
     judge_url: str = Field(
-        defaults.JUDGE_URL, description="OpenAI-style base URL with its version; empty: none")
+        defaults.JUDGE_URL, description="OpenAI-style base URL with its version; empty: none"
+    )
     judge_model: str = Field(
-        defaults.JUDGE_MODEL, description="empty: the first model the server lists")
+        defaults.JUDGE_MODEL, description="empty: the first model the server lists"
+    )
     judge_api_key: str = defaults.JUDGE_API_KEY
     judge_timeout_s: float = Field(
-        defaults.JUDGE_TIMEOUT_S, gt=0, description="a whole review of a trajectory")
+        defaults.JUDGE_TIMEOUT_S, gt=0, description="a whole review of a trajectory"
+    )
     judge_max_concurrency: int = Field(
-        defaults.JUDGE_MAX_CONCURRENCY, ge=1, description="requests in flight per process")
+        defaults.JUDGE_MAX_CONCURRENCY, ge=1, description="requests in flight per process"
+    )
     judge_threshold: float = Field(defaults.JUDGE_THRESHOLD, ge=0.0, le=1.0)
     judge_failure_policy: Literal["fail_open", "fail_closed"] = defaults.JUDGE_FAILURE_POLICY
     judge_action_budget_s: float = Field(
-        defaults.JUDGE_ACTION_BUDGET_S, gt=0, description="a whole review of one action")
+        defaults.JUDGE_ACTION_BUDGET_S, gt=0, description="a whole review of one action"
+    )
     judge_response_format: Literal["auto", "json_schema", "json_object", "none"] = (
-        defaults.JUDGE_RESPONSE_FORMAT)
+        defaults.JUDGE_RESPONSE_FORMAT
+    )
     judge_cache_ttl_s: int = defaults.JUDGE_CACHE_TTL_S
     judge_max_prompt_chars: int = defaults.JUDGE_MAX_PROMPT_CHARS
 

@@ -20,7 +20,6 @@ from proctor.models import Action, BashAction, EpisodeCreate, EpisodeMode, Limit
 log = logging.getLogger(__name__)
 
 
-
 def host_memory_mb() -> int:
     """Physical memory of this machine, in MiB."""
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) >> 20
@@ -77,25 +76,40 @@ def refusals(request: EpisodeCreate, maxima: HostMaxima) -> list[str]:
 
     def check(field: str, asked: float, most: float, setting: str, unit: str = "") -> None:
         if asked > most:
-            over.append(f"{field} {_shown(asked)}{unit} is over this deployment's maximum "
-                        f"of {_shown(most)}{unit} ({setting})")
+            over.append(
+                f"{field} {_shown(asked)}{unit} is over this deployment's maximum "
+                f"of {_shown(most)}{unit} ({setting})"
+            )
 
     check("task.limits.memory_mb", limits.memory_mb, maxima.memory_mb, "PROCTOR_MAX_MEMORY_MB")
     check("task.limits.cpus", limits.cpus, maxima.cpus, "PROCTOR_MAX_CPUS")
     check("task.limits.pids", limits.pids, maxima.pids, "PROCTOR_MAX_PIDS")
     check("task.limits.disk_mb", limits.disk_mb, maxima.disk_mb, "PROCTOR_MAX_DISK_MB")
-    check("task.limits.output_bytes", limits.output_bytes, maxima.output_bytes,
-          "PROCTOR_MAX_OUTPUT_BYTES")
+    check(
+        "task.limits.output_bytes",
+        limits.output_bytes,
+        maxima.output_bytes,
+        "PROCTOR_MAX_OUTPUT_BYTES",
+    )
     sizes = len(over)
-    check("task.limits.timeout_s", limits.timeout_s, maxima.episode_s, "PROCTOR_MAX_EPISODE_S",
-          " s")
+    check(
+        "task.limits.timeout_s", limits.timeout_s, maxima.episode_s, "PROCTOR_MAX_EPISODE_S", " s"
+    )
     actions = request.solution.actions if request.solution else []
-    slow = [(i, a.timeout_s) for i, a in enumerate(actions)
-            if isinstance(a, BashAction) and a.timeout_s > maxima.episode_s]
+    slow = [
+        (i, a.timeout_s)
+        for i, a in enumerate(actions)
+        if isinstance(a, BashAction) and a.timeout_s > maxima.episode_s
+    ]
     if slow:  # the first names the rest: 256 alike are one mistake, not 256 messages
         (i, asked), more = slow[0], len(slow) - 1
-        check(f"solution.actions.{i}.timeout_s", asked, maxima.episode_s,
-              "PROCTOR_MAX_EPISODE_S", " s")
+        check(
+            f"solution.actions.{i}.timeout_s",
+            asked,
+            maxima.episode_s,
+            "PROCTOR_MAX_EPISODE_S",
+            " s",
+        )
         if more:
             over[-1] += f", and so are {more} more actions"
     # a timeout already over alone says enough; the sum would repeat it
@@ -105,15 +119,18 @@ def refusals(request: EpisodeCreate, maxima: HostMaxima) -> list[str]:
             over.append(
                 f"the episode's timeouts add up to {_shown(total)} s (tests, each setup "
                 f"command at limits.timeout_s, and every action), over this deployment's "
-                f"maximum of {_shown(maxima.episode_s)} s (PROCTOR_MAX_EPISODE_S)")
+                f"maximum of {_shown(maxima.episode_s)} s (PROCTOR_MAX_EPISODE_S)"
+            )
     return over
 
 
 def action_refusal(action: Action, settings: Settings) -> str | None:
     """Why an interactive action asks for more than the episode's maximum (None: it does not)."""
     if isinstance(action, BashAction) and action.timeout_s > settings.max_episode_s:
-        return (f"timeout_s {_shown(action.timeout_s)} s is over this deployment's "
-                f"maximum of {_shown(settings.max_episode_s)} s (PROCTOR_MAX_EPISODE_S)")
+        return (
+            f"timeout_s {_shown(action.timeout_s)} s is over this deployment's "
+            f"maximum of {_shown(settings.max_episode_s)} s (PROCTOR_MAX_EPISODE_S)"
+        )
     return None
 
 
@@ -137,6 +154,8 @@ def within_host(limits: Limits, settings: Settings) -> Limits:
     changed = {k: v for k, v in cut.items() if getattr(limits, k) != v}
     if not changed:
         return limits
-    log.warning("limits cut to this worker host's maxima: %s",
-                ", ".join(f"{k} {getattr(limits, k)} -> {v}" for k, v in changed.items()))
+    log.warning(
+        "limits cut to this worker host's maxima: %s",
+        ", ".join(f"{k} {getattr(limits, k)} -> {v}" for k, v in changed.items()),
+    )
     return limits.model_copy(update=changed)

@@ -33,8 +33,10 @@ def ended(
     if not status.terminal:
         raise ValueError(f"{status.value} is not a terminal status")
     if (reward is None) != (verdict in NO_REWARD):
-        raise ValueError(f"a {verdict.value} result must have a reward (null only for "
-                         f"{', '.join(sorted(NO_REWARD))})")
+        raise ValueError(
+            f"a {verdict.value} result must have a reward (null only for "
+            f"{', '.join(sorted(NO_REWARD))})"
+        )
     return EpisodeResult(
         id=record.id,
         status=status,
@@ -53,14 +55,28 @@ def ended(
 
 def infra_failure(record: EpisodeRecord, error: str, **fields: Any) -> EpisodeResult:
     """Our infrastructure failed the episode: no reward, so the trainer drops the sample."""
-    return ended(record, EpisodeStatus.failed, Verdict.infra_error, reward=None, passed=None,
-                 error=error, **fields)
+    return ended(
+        record,
+        EpisodeStatus.failed,
+        Verdict.infra_error,
+        reward=None,
+        passed=None,
+        error=error,
+        **fields,
+    )
 
 
 def timed_out(record: EpisodeRecord, reason: str, **fields: Any) -> EpisodeResult:
     """The episode ran out of time (idle, open too long, past a trainer's deadline)."""
-    return ended(record, EpisodeStatus.completed, Verdict.timeout, reward=0.0, passed=False,
-                 reason=reason, **fields)
+    return ended(
+        record,
+        EpisodeStatus.completed,
+        Verdict.timeout,
+        reward=0.0,
+        passed=False,
+        reason=reason,
+        **fields,
+    )
 
 
 def cancelled(record: EpisodeRecord) -> EpisodeResult:
@@ -69,6 +85,10 @@ def cancelled(record: EpisodeRecord) -> EpisodeResult:
 
 def record_gone(episode_id: str) -> EpisodeResult:
     """What is left to say of an episode whose record expired or vanished: our failure."""
-    return EpisodeResult(id=episode_id, status=EpisodeStatus.failed,
-                         verdict=Verdict.infra_error, error="the episode record is gone",
-                         finished_at=datetime.now(UTC))
+    return EpisodeResult(
+        id=episode_id,
+        status=EpisodeStatus.failed,
+        verdict=Verdict.infra_error,
+        error="the episode record is gone",
+        finished_at=datetime.now(UTC),
+    )

@@ -118,7 +118,9 @@ _LUA_STATUSES = (
 # events, queued
 # ARGV: id, status, result json, verdict, ttl, then per latency metric: value or "" (4 values),
 # finished (unix time), latency buckets (JSON list)
-_FINISH = _LUA_STATUSES + """
+_FINISH = (
+    _LUA_STATUSES
+    + """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
 if TERMINAL[cur] then return 0 end
@@ -143,10 +145,13 @@ end
 redis.call('PUBLISH', KEYS[8], ARGV[1])
 return 1
 """
+)
 
 # Move a live episode forward (queued → starting → running → evaluating) unless it ended.
 # KEYS: episode, events, queued. ARGV: id, status, then field, value pairs.
-_ADVANCE = _LUA_STATUSES + """
+_ADVANCE = (
+    _LUA_STATUSES
+    + """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
 if TERMINAL[cur] then return 0 end
@@ -157,6 +162,7 @@ if ARGV[2] ~= QUEUED then redis.call('ZREM', KEYS[3], id) end
 redis.call('PUBLISH', KEYS[2], id)
 return 1
 """
+)
 
 # Dedup, the queue bound and the records of a whole batch in one step, so that concurrent
 # submissions can neither run identical requests twice nor overshoot the bound.
@@ -164,7 +170,9 @@ return 1
 # fresh id, dedup key ('' when not shareable), created, record ttl, request json, mode.
 # → {0, depth} when the bound refuses the batch (nothing written), else
 #   {1, depth, id1, new1, id2, new2, …}: each request's episode, and whether it is new.
-_CREATE = _LUA_STATUSES + """
+_CREATE = (
+    _LUA_STATUSES
+    + """
 local prefix = ARGV[3]
 local n = (#ARGV - 3) / 6
 local ids, new, seen = {}, {}, {}
@@ -214,10 +222,16 @@ for i = 1, n do
 end
 return out
 """
+)
 
 
-SUMMARY_FIELDS = (RecordField.status, RecordField.worker, RecordField.mode,
-                  RecordField.created, RecordField.last_action)
+SUMMARY_FIELDS = (
+    RecordField.status,
+    RecordField.worker,
+    RecordField.mode,
+    RecordField.created,
+    RecordField.last_action,
+)
 
 
 class MissingSandbox(KeyError):
@@ -404,16 +418,24 @@ class EpisodeStore:
         args: list[Any] = [max_queued, max(dedup_ttl_s, 1), keys.EPISODE_PREFIX]
         for request, dedup in zip(requests, dedup_keys, strict=True):
             fields = self.create_fields(request)
-            args += [new_episode_id(), dedup or "", fields[RecordField.created],
-                     self.record_ttl_s(request), fields[RecordField.request],
-                     fields[RecordField.mode]]
+            args += [
+                new_episode_id(),
+                dedup or "",
+                fields[RecordField.created],
+                self.record_ttl_s(request),
+                fields[RecordField.request],
+                fields[RecordField.mode],
+            ]
         reply = self._create(keys=[keys.ACTIVE, keys.QUEUED], args=args)
         if int(reply[0]) == 0:
             return Admission(ids=[], new=[], depth=int(reply[1]), refused=True)
         pairs = reply[2:]
-        return Admission(ids=[_text(x) for x in pairs[0::2]],
-                         new=[int(x) == 1 for x in pairs[1::2]],
-                         depth=int(reply[1]), refused=False)
+        return Admission(
+            ids=[_text(x) for x in pairs[0::2]],
+            new=[int(x) == 1 for x in pairs[1::2]],
+            depth=int(reply[1]),
+            refused=False,
+        )
 
     def advance(
         self,
@@ -425,10 +447,14 @@ class EpisodeStore:
         container: str | None = None,
     ) -> bool:
         """Move a live episode forward, noting who runs it; False when it had ended."""
-        fields = {RecordField.worker: worker, RecordField.host: host,
-                  RecordField.container: container}
-        return self._advance_with(episode_id, status,
-                                  {k: v for k, v in fields.items() if v is not None})
+        fields = {
+            RecordField.worker: worker,
+            RecordField.host: host,
+            RecordField.container: container,
+        }
+        return self._advance_with(
+            episode_id, status, {k: v for k, v in fields.items() if v is not None}
+        )
 
     def start_sandbox(self, episode_id: str, state: SandboxState) -> bool:
         """An interactive episode's sandbox is ready: `running`, with its state."""
@@ -440,8 +466,9 @@ class EpisodeStore:
         """An interactive episode took an action (what its idle limit counts from)."""
         self.redis.hset(keys.episode(episode_id), RecordField.last_action, repr(at))
 
-    def _advance_with(self, episode_id: str, status: EpisodeStatus,
-                      fields: Mapping[str, str]) -> bool:
+    def _advance_with(
+        self, episode_id: str, status: EpisodeStatus, fields: Mapping[str, str]
+    ) -> bool:
         args: list[str] = [episode_id, status.value]
         for name, value in fields.items():
             args += [name, value]
@@ -478,11 +505,14 @@ class EpisodeStore:
 
     def steps(self, episode_id: str, *, last: int | None = None) -> list[Step]:
         start = -last if last else 0
-        return [Step.model_validate_json(raw)
-                for raw in self.redis.lrange(keys.steps(episode_id), start, -1)]
+        return [
+            Step.model_validate_json(raw)
+            for raw in self.redis.lrange(keys.steps(episode_id), start, -1)
+        ]
 
-    def reply(self, key: str, *, status: int = 200, body: Any = None,
-              message: str | None = None) -> None:
+    def reply(
+        self, key: str, *, status: int = 200, body: Any = None, message: str | None = None
+    ) -> None:
         """Answer a request the API is blocking on (`key`: see `keys.reply`)."""
         payload = json.dumps({"status": status, "body": body, "message": message})
         pipe = self.redis.pipeline()
@@ -515,13 +545,20 @@ class EpisodeStore:
         summaries = []
         for episode_id, values in zip(ids, pipe.execute(), strict=True):
             status, worker, mode, created, last_action = (
-                _text(v) if v is not None else None for v in values)
+                _text(v) if v is not None else None for v in values
+            )
             if status is None or status in TERMINAL or status == EpisodeStatus.queued.value:
                 continue
-            summaries.append(EpisodeSummary(
-                id=episode_id, status=EpisodeStatus(status), worker=worker,
-                interactive=mode == EpisodeMode.interactive.value,
-                created=float(created or 0), last_action=float(last_action or created or 0)))
+            summaries.append(
+                EpisodeSummary(
+                    id=episode_id,
+                    status=EpisodeStatus(status),
+                    worker=worker,
+                    interactive=mode == EpisodeMode.interactive.value,
+                    created=float(created or 0),
+                    last_action=float(last_action or created or 0),
+                )
+            )
         return summaries
 
     def status(self, episode_id: str) -> EpisodeStatus | None:
@@ -590,12 +627,14 @@ class EpisodeStore:
         return _text(host) if host else None
 
     def live_workers(self, ttl_s: float) -> list[str]:
-        return [_text(x)
-                for x in self.redis.zrangebyscore(keys.WORKERS, time.time() - ttl_s, "+inf")]
+        return [
+            _text(x) for x in self.redis.zrangebyscore(keys.WORKERS, time.time() - ttl_s, "+inf")
+        ]
 
     def dead_workers(self, ttl_s: float) -> list[str]:
-        return [_text(x)
-                for x in self.redis.zrangebyscore(keys.WORKERS, "-inf", time.time() - ttl_s)]
+        return [
+            _text(x) for x in self.redis.zrangebyscore(keys.WORKERS, "-inf", time.time() - ttl_s)
+        ]
 
     # ------------------------------------------------------------------ image registry
 
@@ -674,7 +713,8 @@ class EpisodeStore:
             family = families.get(name)
             if family is None:
                 family = families[name] = CounterMetricFamily(
-                    name, name, labels=[k for k, _ in labels])
+                    name, name, labels=[k for k, _ in labels]
+                )
             family.add_metric([v for _, v in labels], float(value))
         return list(families.values())
 
@@ -690,14 +730,17 @@ class ReplyWaiter:
     def __init__(self, url: str, *, longest_wait_s: float) -> None:
         self.longest_wait_s = longest_wait_s
         self.redis = aioredis.Redis.from_url(
-            url, socket_timeout=longest_wait_s + defaults.BLOCKING_SOCKET_MARGIN_S,
-            health_check_interval=defaults.REDIS_HEALTH_CHECK_S)
+            url,
+            socket_timeout=longest_wait_s + defaults.BLOCKING_SOCKET_MARGIN_S,
+            health_check_interval=defaults.REDIS_HEALTH_CHECK_S,
+        )
 
     async def wait(self, key: str, timeout_s: float) -> dict[str, Any] | None:
         """The reply pushed to `key` (see `EpisodeStore.reply`), or None after `timeout_s`."""
         if timeout_s > self.longest_wait_s:
-            raise ValueError(f"a wait of {timeout_s} s is longer than this waiter's "
-                             f"{self.longest_wait_s} s")
+            raise ValueError(
+                f"a wait of {timeout_s} s is longer than this waiter's {self.longest_wait_s} s"
+            )
         popped = await self.redis.blpop([key], timeout=timeout_s)
         if popped is None:
             return None

@@ -13,8 +13,11 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, add_completion=False,
-                  help="Proctor: sandboxed code-execution rewards for RL.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Proctor: sandboxed code-execution rewards for RL.",
+)
 images_app = typer.Typer(no_args_is_help=True, help="Sandbox and service images.")
 app.add_typer(images_app, name="images")
 
@@ -39,9 +42,15 @@ def serve(
     from core.config import get_settings
 
     settings = get_settings()
-    uvicorn.run("service.main:create_app", factory=True, host=host or settings.host,
-                port=port or settings.port, workers=workers, log_level="info",
-                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+    uvicorn.run(
+        "service.main:create_app",
+        factory=True,
+        host=host or settings.host,
+        port=port or settings.port,
+        workers=workers,
+        log_level="info",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+    )
 
 
 @app.command()
@@ -71,8 +80,9 @@ def run_all(
 
     settings = get_settings()
     context = multiprocessing.get_context("spawn")
-    workers = context.Process(target=run, args=(settings,), kwargs={"concurrency": concurrency},
-                              name="workers")
+    workers = context.Process(
+        target=run, args=(settings,), kwargs={"concurrency": concurrency}, name="workers"
+    )
     workers.start()
 
     def stop_workers(signum: int = signal.SIGTERM, _frame: object = None) -> None:
@@ -85,8 +95,14 @@ def run_all(
     # the workers too, instead of the default action leaving them orphaned
     signal.signal(signal.SIGTERM, stop_workers)
     signal.signal(signal.SIGINT, stop_workers)
-    uvicorn.run("service.main:create_app", factory=True, host=settings.host,
-                port=settings.port, log_level="info", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+    uvicorn.run(
+        "service.main:create_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+    )
     stop_workers()
 
 
@@ -106,12 +122,21 @@ def openapi(
 
 @images_app.command("build")
 def images_build(
-    images: Annotated[list[str] | None, typer.Argument(
-        help="sandbox, service, redis, judge (default: sandbox service redis)",
-        show_default=False)] = None,
-    force: Annotated[bool, typer.Option(
-        "--force", help="rebuild without the layer cache even if up to date (the offline base is "
-             "kept: images/base/bootstrap.sh rebuilds it)")] = False,
+    images: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="sandbox, service, redis, judge (default: sandbox service redis)",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="rebuild without the layer cache even if up to date (the offline base is "
+            "kept: images/base/bootstrap.sh rebuilds it)",
+        ),
+    ] = False,
 ) -> None:
     """Build Proctor's images; one whose recipe did not change is kept.
 
@@ -129,12 +154,14 @@ def images_build(
     targets = images or list(imagebuild.DEFAULT_TARGETS)
     unknown = [name for name in targets if name not in imagebuild.IMAGES]
     if unknown:
-        typer.echo(f"images: unknown {' '.join(unknown)}; known: "
-                   f"{' '.join(imagebuild.IMAGES)}", err=True)
+        typer.echo(
+            f"images: unknown {' '.join(unknown)}; known: {' '.join(imagebuild.IMAGES)}", err=True
+        )
         raise typer.Exit(2)
     if not (REPO_ROOT / "images").is_dir():
-        typer.echo(f"{REPO_ROOT / 'images'} not found: run this from a checkout of Proctor",
-                   err=True)
+        typer.echo(
+            f"{REPO_ROOT / 'images'} not found: run this from a checkout of Proctor", err=True
+        )
         raise typer.Exit(2)
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("images: %(message)s"))
@@ -170,8 +197,10 @@ def submit(
 
 @app.command()
 def screen(
-    url: Annotated[str | None, typer.Option(envvar="PROCTOR_URL",
-                                            help="screen on a service instead of locally")] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(envvar="PROCTOR_URL", help="screen on a service instead of locally"),
+    ] = None,
     token: TokenOption = None,
 ) -> None:
     """Screen actions (JSON lines on stdin) with the rule filter; one verdict per line out.

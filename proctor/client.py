@@ -116,8 +116,9 @@ class Client:
         self, episode: EpisodeCreate, *, wait_s: float = 0
     ) -> EpisodeResult | EpisodeCreated:
         params = {"wait": wait_s} if wait_s else None
-        data = self._request("POST", "/v1/episodes", json=episode.model_dump(mode="json"),
-                             params=params)
+        data = self._request(
+            "POST", "/v1/episodes", json=episode.model_dump(mode="json"), params=params
+        )
         return _created_or_result(data)
 
     def create_many(self, episodes: Sequence[EpisodeCreate]) -> list[str]:
@@ -145,8 +146,9 @@ class Client:
                 return result
 
     def act(self, episode_id: str, action: Action) -> StepResult:
-        data = self._request("POST", f"/v1/episodes/{episode_id}/actions",
-                             json=_dump_action(action))
+        data = self._request(
+            "POST", f"/v1/episodes/{episode_id}/actions", json=_dump_action(action)
+        )
         return StepResult.model_validate(data)
 
     def finish(self, episode_id: str) -> EpisodeResult:
@@ -171,9 +173,13 @@ class AsyncClient:
         max_connections: int = 256,
     ) -> None:
         self._http = httpx.AsyncClient(
-            base_url=base_url, headers=_headers(token), timeout=timeout_s, transport=transport,
-            limits=httpx.Limits(max_connections=max_connections,
-                                max_keepalive_connections=max_connections),
+            base_url=base_url,
+            headers=_headers(token),
+            timeout=timeout_s,
+            transport=transport,
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
         )
 
     async def __aenter__(self) -> AsyncClient:
@@ -195,8 +201,9 @@ class AsyncClient:
         self, episode: EpisodeCreate, *, wait_s: float = 0
     ) -> EpisodeResult | EpisodeCreated:
         params = {"wait": wait_s} if wait_s else None
-        data = await self._request("POST", "/v1/episodes", json=episode.model_dump(mode="json"),
-                                   params=params)
+        data = await self._request(
+            "POST", "/v1/episodes", json=episode.model_dump(mode="json"), params=params
+        )
         return _created_or_result(data)
 
     async def create_many(self, episodes: Sequence[EpisodeCreate]) -> list[str]:
@@ -226,8 +233,9 @@ class AsyncClient:
                 return result
 
     async def act(self, episode_id: str, action: Action) -> StepResult:
-        data = await self._request("POST", f"/v1/episodes/{episode_id}/actions",
-                                   json=_dump_action(action))
+        data = await self._request(
+            "POST", f"/v1/episodes/{episode_id}/actions", json=_dump_action(action)
+        )
         return StepResult.model_validate(data)
 
     async def finish(self, episode_id: str) -> EpisodeResult:

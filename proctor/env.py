@@ -43,8 +43,13 @@ def _action(action: Action | dict[str, Any]) -> Action:
 
 
 class Env:
-    def __init__(self, base_url: str = "http://127.0.0.1:8000", *, token: str | None = None,
-                 client: Client | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        token: str | None = None,
+        client: Client | None = None,
+    ) -> None:
         self._client = client or Client(base_url, token=token)
         self._owns_client = client is None
         self.episode_id: str | None = None
@@ -59,8 +64,9 @@ class Env:
         if self._owns_client:
             self._client.close()
 
-    def reset(self, task: TaskSpec | dict[str, Any], *,
-              metadata: dict[str, str] | None = None) -> Observation:
+    def reset(
+        self, task: TaskSpec | dict[str, Any], *, metadata: dict[str, str] | None = None
+    ) -> Observation:
         """Open a new episode on `task`; the first observation (cwd and a listing)."""
         if self.episode_id is not None and self.result is None:
             self.close()
@@ -77,8 +83,7 @@ class Env:
         except ApiError as exc:
             if exc.status == 409:  # ended on the server (time limit, cancel)
                 self.result = self._client.get(episode_id)
-                return Observation(stderr=str(exc)), True, {"id": episode_id,
-                                                            "result": self.result}
+                return Observation(stderr=str(exc)), True, {"id": episode_id, "result": self.result}
             raise
         return answer.observation, answer.done, {"id": episode_id, "step": answer.step}
 
@@ -101,8 +106,13 @@ class Env:
 
 
 class AsyncEnv:
-    def __init__(self, base_url: str = "http://127.0.0.1:8000", *, token: str | None = None,
-                 client: AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        token: str | None = None,
+        client: AsyncClient | None = None,
+    ) -> None:
         self._client = client or AsyncClient(base_url, token=token)
         self._owns_client = client is None
         self.episode_id: str | None = None
@@ -117,8 +127,9 @@ class AsyncEnv:
         if self._owns_client:
             await self._client.aclose()
 
-    async def reset(self, task: TaskSpec | dict[str, Any], *,
-                    metadata: dict[str, str] | None = None) -> Observation:
+    async def reset(
+        self, task: TaskSpec | dict[str, Any], *, metadata: dict[str, str] | None = None
+    ) -> Observation:
         if self.episode_id is not None and self.result is None:
             await self.close()
         created = await self._client.create(_episode(task, metadata))
@@ -134,8 +145,7 @@ class AsyncEnv:
         except ApiError as exc:
             if exc.status == 409:
                 self.result = await self._client.get(episode_id)
-                return Observation(stderr=str(exc)), True, {"id": episode_id,
-                                                            "result": self.result}
+                return Observation(stderr=str(exc)), True, {"id": episode_id, "result": self.result}
             raise
         return answer.observation, answer.done, {"id": episode_id, "step": answer.step}
 

@@ -326,12 +326,18 @@ class EpisodeMode(StrEnum):
 
 # What `_solution_matches_mode` checks, said in the schema: a one-shot episode (the default
 # mode) needs a solution, an interactive one takes none.
-_SOLUTION_MATCHES_MODE: JsonDict = {"anyOf": [
-    {"properties": {"mode": {"const": "oneshot"}, "solution": {"type": "object"}},
-     "required": ["solution"]},
-    {"properties": {"mode": {"const": "interactive"}, "solution": {"type": "null"}},
-     "required": ["mode"]},
-]}
+_SOLUTION_MATCHES_MODE: JsonDict = {
+    "anyOf": [
+        {
+            "properties": {"mode": {"const": "oneshot"}, "solution": {"type": "object"}},
+            "required": ["solution"],
+        },
+        {
+            "properties": {"mode": {"const": "interactive"}, "solution": {"type": "null"}},
+            "required": ["mode"],
+        },
+    ]
+}
 
 
 class EpisodeCreate(_Request):
@@ -546,4 +552,3 @@ class ScreenRequest(_Request):
 
 class ScreenResponse(_Result):
     verdicts: list[ScreenVerdict]
-

@@ -38,12 +38,23 @@ class BodySizeLimit:
 
     async def _refuse(self, send: Send) -> None:
         body = json.dumps(
-            {"error": {"type": "PayloadTooLarge",
-                       "message": f"request body is over {self.max_bytes} bytes"}}
+            {
+                "error": {
+                    "type": "PayloadTooLarge",
+                    "message": f"request body is over {self.max_bytes} bytes",
+                }
+            }
         ).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

@@ -45,12 +45,15 @@ def check_images_runnable(resources: Resources, requests: Sequence[EpisodeCreate
     """
     settings = resources.settings
     unrunnable = resources.store.unrunnable_images(
-        sorted({r.task.image for r in requests}), ttl_s=settings.heartbeat_ttl_s)
+        sorted({r.task.image for r in requests}), ttl_s=settings.heartbeat_ttl_s
+    )
     if unrunnable:
         name, why = min(unrunnable.items())
         raise ServiceUnavailable(
             f"no live worker can run image {name!r} ({settings.images.get(name, name)}): "
-            f"{why[:1000]}", headers={"Retry-After": str(IMAGE_RETRY_AFTER_S)})
+            f"{why[:1000]}",
+            headers={"Retry-After": str(IMAGE_RETRY_AFTER_S)},
+        )
 
 
 def is_terminal(record: EpisodeRecord) -> bool:
@@ -106,8 +109,9 @@ async def create(
     if request.mode is EpisodeMode.interactive:
         return await started(resources, episode_id)
     if wait_s > 0:
-        record = await wait_for_end(resources, episode_id,
-                                    min(wait_s, resources.settings.max_wait_s))
+        record = await wait_for_end(
+            resources, episode_id, min(wait_s, resources.settings.max_wait_s)
+        )
         if record is not None and record.status.terminal:
             return record.public()
     return EpisodeCreated(id=episode_id, status=EpisodeStatus.queued)
@@ -138,8 +142,9 @@ async def create_batch(resources: Resources, requests: Sequence[EpisodeCreate]) 
 async def get(resources: Resources, episode_id: str, *, wait_s: float = 0) -> EpisodeResult:
     """The episode as it stands, or once it ends if that is within `wait_s`."""
     if wait_s > 0:
-        record = await wait_for_end(resources, episode_id,
-                                    min(wait_s, resources.settings.max_wait_s))
+        record = await wait_for_end(
+            resources, episode_id, min(wait_s, resources.settings.max_wait_s)
+        )
     else:
         record = await to_thread.run_sync(resources.store.get, episode_id)
     if record is None:
@@ -170,9 +175,11 @@ def end_at_deadline(resources: Resources, episode_id: str) -> EpisodeResult:
     if record.status.terminal:
         return record.public()
     ran = record.status in (EpisodeStatus.running, EpisodeStatus.evaluating)
-    ended = (results.timed_out(record, "the trainer's deadline passed while it ran") if ran
-             else results.infra_failure(record, "no sandbox was free before the trainer's "
-                                                "deadline"))
+    ended = (
+        results.timed_out(record, "the trainer's deadline passed while it ran")
+        if ran
+        else results.infra_failure(record, "no sandbox was free before the trainer's deadline")
+    )
     if store.finish(ended):
         return ended  # the worker holding its sandbox sees it ended and removes it
     latest = store.get(episode_id)  # it ended on its own meanwhile

@@ -62,14 +62,16 @@ ERROR_DESCRIPTIONS = {
     429: "the queue is full; retry after `Retry-After` seconds",
     500: "our own failure (a bug); the request may be retried",
     503: "our infrastructure is not answering (Redis, or no live worker can run the image); "
-         "retry after `Retry-After` seconds",
+    "retry after `Retry-After` seconds",
 }
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The `responses=` of a route that can answer these error statuses."""
-    return {status: {"model": ErrorResponse, "description": ERROR_DESCRIPTIONS[status]}
-            for status in statuses}
+    return {
+        status: {"model": ErrorResponse, "description": ERROR_DESCRIPTIONS[status]}
+        for status in statuses
+    }
 
 
 class ApiError(Exception):
@@ -145,15 +147,18 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(_: Request, exc: HTTPException) -> JSONResponse:
         # a body that is not UTF-8 (400), a path or method the API does not serve
         message = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
-        return JSONResponse(_error_body(_kind(exc.status_code), message),
-                            status_code=exc.status_code, headers=dict(exc.headers or {}))
+        return JSONResponse(
+            _error_body(_kind(exc.status_code), message),
+            status_code=exc.status_code,
+            headers=dict(exc.headers or {}),
+        )
 
     @app.exception_handler(Exception)
     async def _bug(_: Request, exc: Exception) -> JSONResponse:
         log.error("unhandled error", exc_info=exc)
         return JSONResponse(
-            _error_body("InternalError", f"our own failure: {type(exc).__name__}"),
-            status_code=500)
+            _error_body("InternalError", f"our own failure: {type(exc).__name__}"), status_code=500
+        )
 
     @app.exception_handler(RedisError)
     async def _redis_down(_: Request, exc: RedisError) -> JSONResponse:

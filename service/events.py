@@ -20,7 +20,6 @@ from core.defaults import EVENTS_RECONNECT_S
 log = logging.getLogger(__name__)
 
 
-
 class EpisodeEvents:
     def __init__(self, client: aioredis.Redis) -> None:
         self._redis = client

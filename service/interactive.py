@@ -59,8 +59,11 @@ def running_interactive(resources: Resources, episode_id: str) -> EpisodeRecord:
 def checked_action(action: Action) -> Action:
     """Paths must stay in the workspace (relative, or absolute under /workspace)."""
     if isinstance(action, WriteFileAction | ReadFileAction):
-        path = action.path.removeprefix("/workspace/") if action.path.startswith("/workspace/") \
+        path = (
+            action.path.removeprefix("/workspace/")
+            if action.path.startswith("/workspace/")
             else action.path
+        )
         try:
             check_relative_path(path)
         except ValueError as exc:
@@ -98,8 +101,11 @@ async def act(resources: Resources, episode_id: str, action: Action) -> StepResu
         key = keys.reply(uuid.uuid4().hex)
         await to_thread.run_sync(
             lambda: resources.queue.to_host(
-                record.started_sandbox().host, RUN_ACTION,
-                [episode_id, action.model_dump(mode="json"), key], timeout_s=timeout_s),
+                record.started_sandbox().host,
+                RUN_ACTION,
+                [episode_id, action.model_dump(mode="json"), key],
+                timeout_s=timeout_s,
+            ),
         )
         body = await await_reply(resources, key, timeout_s + REPLY_MARGIN_S)
     finally:
@@ -113,7 +119,8 @@ async def finish(resources: Resources, episode_id: str) -> EpisodeResult:
     timeout_s = record.request.task.limits.timeout_s + FINISH_MARGIN_S
     key = keys.reply(uuid.uuid4().hex)
     await to_thread.run_sync(
-        lambda: resources.queue.to_host(record.started_sandbox().host, FINISH_EPISODE,
-                                        [episode_id, key], timeout_s=timeout_s),
+        lambda: resources.queue.to_host(
+            record.started_sandbox().host, FINISH_EPISODE, [episode_id, key], timeout_s=timeout_s
+        ),
     )
     return EpisodeResult.model_validate(await await_reply(resources, key, timeout_s))

@@ -36,21 +36,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        sync_redis = redis.Redis.from_url(settings.redis_url,
-                                          health_check_interval=REDIS_HEALTH_CHECK_S)
-        async_redis = aioredis.Redis.from_url(settings.redis_url,
-                                              health_check_interval=REDIS_HEALTH_CHECK_S)
+        sync_redis = redis.Redis.from_url(
+            settings.redis_url, health_check_interval=REDIS_HEALTH_CHECK_S
+        )
+        async_redis = aioredis.Redis.from_url(
+            settings.redis_url, health_check_interval=REDIS_HEALTH_CHECK_S
+        )
         store = EpisodeStore(sync_redis, result_ttl_s=settings.result_ttl_s)
         events = EpisodeEvents(async_redis)
-        replies = ReplyWaiter(settings.redis_url,
-                              longest_wait_s=longest_reply_wait_s(settings))
+        replies = ReplyWaiter(settings.redis_url, longest_wait_s=longest_reply_wait_s(settings))
         app.state.resources = Resources(
             settings=settings,
             redis=sync_redis,
             aredis=async_redis,
             store=store,
-            queue=EpisodeQueue(sync_redis, store, max_depth=settings.max_queue_depth,
-                               dedup_ttl_s=settings.dedup_ttl_s),
+            queue=EpisodeQueue(
+                sync_redis,
+                store,
+                max_depth=settings.max_queue_depth,
+                dedup_ttl_s=settings.dedup_ttl_s,
+            ),
             events=events,
             replies=replies,
         )

@@ -74,12 +74,12 @@ class EpisodeQueue:
             content_key(r) if self.dedup_ttl_s > 0 and r.mode is EpisodeMode.oneshot else None
             for r in requests
         ]
-        admission = self.store.create(requests, dedup_keys=dedup_keys,
-                                      max_queued=self.max_depth, dedup_ttl_s=self.dedup_ttl_s)
+        admission = self.store.create(
+            requests, dedup_keys=dedup_keys, max_queued=self.max_depth, dedup_ttl_s=self.dedup_ttl_s
+        )
         if admission.refused:
             raise Overloaded(
-                f"the queue holds {admission.depth} episodes (bound {self.max_depth}); "
-                "retry later",
+                f"the queue holds {admission.depth} episodes (bound {self.max_depth}); retry later",
                 headers={"Retry-After": str(QUEUE_FULL_RETRY_AFTER_S)},
             )
         ids = admission.ids
@@ -106,8 +106,13 @@ class EpisodeQueue:
     def to_host(self, host: str, func: str, args: list[object], *, timeout_s: float) -> None:
         """Enqueue a job that must run on one host (where an episode's container lives)."""
         queue = Queue(host_queue_name(host), connection=self.redis, serializer=JSONSerializer)
-        queue.enqueue_call(func, args=args, timeout=int(timeout_s) + JOB_OVERHEAD_S,
-                           result_ttl=JOB_RESULT_TTL_S, failure_ttl=JOB_RESULT_TTL_S * 60)
+        queue.enqueue_call(
+            func,
+            args=args,
+            timeout=int(timeout_s) + JOB_OVERHEAD_S,
+            result_ttl=JOB_RESULT_TTL_S,
+            failure_ttl=JOB_RESULT_TTL_S * 60,
+        )
 
     def depth(self) -> int:
         """Episodes waiting for a worker (the bound counts these)."""

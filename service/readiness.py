@@ -13,7 +13,8 @@ from service.deps import Resources
 class Readiness(BaseModel):
     status: Literal["ready", "not ready"]
     checks: dict[str, Any] = Field(
-        description="redis, workers, worker_problems, images (name → ok or why not), reason")
+        description="redis, workers, worker_problems, images (name → ok or why not), reason"
+    )
 
 
 def readiness(resources: Resources) -> Readiness:
@@ -31,8 +32,9 @@ def readiness(resources: Resources) -> Readiness:
         problems = resources.store.worker_problems(workers)
         if problems:
             checks["worker_problems"] = problems
-        unrunnable = resources.store.unrunnable_images(settings.images,
-                                                       ttl_s=settings.heartbeat_ttl_s)
+        unrunnable = resources.store.unrunnable_images(
+            settings.images, ttl_s=settings.heartbeat_ttl_s
+        )
         checks["images"] = {name: unrunnable.get(name, "ok") for name in settings.images}
     except RedisError as exc:
         checks["redis"] = f"unreachable: {exc}"
@@ -42,10 +44,13 @@ def readiness(resources: Resources) -> Readiness:
             reasons.append(
                 "no worker can run episodes: " + "; ".join(checks["worker_problems"].values())
                 if checks.get("worker_problems")
-                else "no live worker: start one with `proctor worker`")
+                else "no live worker: start one with `proctor worker`"
+            )
         else:  # some worker is healthy, yet an image may be gone from all of them
-            reasons += [f"no live worker can run image {name!r}: {why}"
-                        for name, why in sorted(unrunnable.items())]
+            reasons += [
+                f"no live worker can run image {name!r}: {why}"
+                for name, why in sorted(unrunnable.items())
+            ]
     ready = checks["redis"] == "ok" and not reasons
     if reasons:
         checks["reason"] = "; ".join(reasons)

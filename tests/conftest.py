@@ -49,14 +49,18 @@ def remove_deployment_containers(redis_url: str) -> None:
         return  # no engine: nothing can be left on it
     try:
         leftovers = client.api.containers(
-            all=True, filters={"label": f"org.proctor.deployment={deployment}"})
+            all=True, filters={"label": f"org.proctor.deployment={deployment}"}
+        )
         names = [f"proctor-honeypot-{deployment}"] + [c["Id"] for c in leftovers]
         for name in names:
             with suppress(DockerException):  # already gone
                 client.api.remove_container(name, force=True)
         # each sandbox's own network; with its sandbox and the honeypot gone it is empty
-        for network in client.api.networks(filters={"label": [
-                "org.proctor.sandbox-network", f"org.proctor.deployment={deployment}"]}):
+        for network in client.api.networks(
+            filters={
+                "label": ["org.proctor.sandbox-network", f"org.proctor.deployment={deployment}"]
+            }
+        ):
             with suppress(DockerException):
                 client.api.remove_network(network["Id"])
     finally:
@@ -115,17 +119,19 @@ def docker_ready() -> None:
 
 def service_env(redis_url: str, port: int, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({
-        "PROCTOR_REDIS_URL": redis_url,
-        "PROCTOR_PORT": str(port),
-        "PROCTOR_HOST": "127.0.0.1",
-        "PROCTOR_WORKER_CONCURRENCY": "2",
-        "PROCTOR_POOL_SIZE": "1",
-        "PROCTOR_HEARTBEAT_S": "1",
-        "PROCTOR_HEARTBEAT_TTL_S": "6",
-        "PROCTOR_REAPER_INTERVAL_S": "2",
-        **extra,
-    })
+    env.update(
+        {
+            "PROCTOR_REDIS_URL": redis_url,
+            "PROCTOR_PORT": str(port),
+            "PROCTOR_HOST": "127.0.0.1",
+            "PROCTOR_WORKER_CONCURRENCY": "2",
+            "PROCTOR_POOL_SIZE": "1",
+            "PROCTOR_HEARTBEAT_S": "1",
+            "PROCTOR_HEARTBEAT_TTL_S": "6",
+            "PROCTOR_REAPER_INTERVAL_S": "2",
+            **extra,
+        }
+    )
     return env
 
 
@@ -162,8 +168,11 @@ def running_service(redis_url: str, log: Path | None = None, **settings: str) ->
     sink = log.open("wb") if log else subprocess.DEVNULL
     process = subprocess.Popen(
         [sys.executable, "-m", "proctor.cli", "run"],
-        env=service_env(redis_url, port, **settings), stdout=sink, stderr=subprocess.STDOUT,
-        cwd=REPO_ROOT, start_new_session=True,
+        env=service_env(redis_url, port, **settings),
+        stdout=sink,
+        stderr=subprocess.STDOUT,
+        cwd=REPO_ROOT,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:

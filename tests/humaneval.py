@@ -34,8 +34,13 @@ def episode(problem: dict[str, Any], *, broken: bool = False) -> dict[str, Any]:
     return {
         "task": {
             "image": "python",
-            "tests": {"files": {"test_solution.py": TEST_TEMPLATE.format(
-                test=problem["test"], entry_point=problem["entry_point"])}},
+            "tests": {
+                "files": {
+                    "test_solution.py": TEST_TEMPLATE.format(
+                        test=problem["test"], entry_point=problem["entry_point"]
+                    )
+                }
+            },
             "limits": {"timeout_s": 20},
         },
         "solution": {"files": {"solution.py": problem["prompt"] + body}},
@@ -45,5 +50,10 @@ def episode(problem: dict[str, Any], *, broken: bool = False) -> dict[str, Any]:
 
 def program(problem: dict[str, Any]) -> str:
     """The dataset's own form: prompt + solution + test + check(entry_point)."""
-    return (problem["prompt"] + problem["canonical_solution"] + "\n" + problem["test"]
-            + f"\ncheck({problem['entry_point']})\n")
+    return (
+        problem["prompt"]
+        + problem["canonical_solution"]
+        + "\n"
+        + problem["test"]
+        + f"\ncheck({problem['entry_point']})\n"
+    )

@@ -29,7 +29,7 @@ def shell_command(command: str) -> str:
     return (
         f"mkdir -p {SHELL_STATE}; "
         f"[ -f {SHELL_STATE}/env ] && . {SHELL_STATE}/env >/dev/null 2>&1; "
-        f"cd \"$(cat {SHELL_STATE}/cwd 2>/dev/null || echo /workspace)\" 2>/dev/null "
+        f'cd "$(cat {SHELL_STATE}/cwd 2>/dev/null || echo /workspace)" 2>/dev/null '
         "|| cd /workspace; "
         f"trap 'pwd > {SHELL_STATE}/cwd; export -p > {SHELL_STATE}/env' EXIT\n"
         f"{command}\n"
@@ -38,33 +38,38 @@ def shell_command(command: str) -> str:
 
 def workspace_path(path: str) -> str:
     """Actions may name files relative to the workspace or absolutely inside it."""
-    return path[len("/workspace/"):] if path.startswith("/workspace/") else path
+    return path[len("/workspace/") :] if path.startswith("/workspace/") else path
 
 
 ActionOp = Run | Write | Read
 
 
 def action_op(
-    action: Action, *, output_bytes: int, max_timeout_s: float, persistent_shell: bool,
+    action: Action,
+    *,
+    output_bytes: int,
+    max_timeout_s: float,
+    persistent_shell: bool,
     keep_going: bool = False,
 ) -> ActionOp:
     """The runner operation of an agent action (`keep_going`: one of a one-shot solution's,
     whose failure must not skip the grading)."""
     if isinstance(action, BashAction):
         command = shell_command(action.command) if persistent_shell else action.command
-        return Run(command=command, output_bytes=output_bytes, env=ACTION_ENV,
-                   timeout_s=min(action.timeout_s, max_timeout_s), keep_going=keep_going)
+        return Run(
+            command=command,
+            output_bytes=output_bytes,
+            env=ACTION_ENV,
+            timeout_s=min(action.timeout_s, max_timeout_s),
+            keep_going=keep_going,
+        )
     if isinstance(action, WriteFileAction):
-        return Write(files={workspace_path(action.path): action.content},
-                     keep_going=keep_going)
+        return Write(files={workspace_path(action.path): action.content}, keep_going=keep_going)
     assert isinstance(action, ReadFileAction)
-    return Read(paths=[workspace_path(action.path)], max_bytes=output_bytes,
-                keep_going=keep_going)
+    return Read(paths=[workspace_path(action.path)], max_bytes=output_bytes, keep_going=keep_going)
 
 
-def observation_of(
-    action: Action, result: Result | None, error: RunnerError | None
-) -> Observation:
+def observation_of(action: Action, result: Result | None, error: RunnerError | None) -> Observation:
     """What the agent sees of its action: `result` is the operation's (None: it did not
     run), `error` the one that stopped the program."""
     if result is None or isinstance(result, RunnerError):  # it raised (a refused fork, say)
@@ -75,9 +80,12 @@ def observation_of(
     if isinstance(action, BashAction):
         assert isinstance(result, RunResult)
         return Observation(
-            output=result.stdout, stderr=result.stderr, exit_code=result.exit_code,
+            output=result.stdout,
+            stderr=result.stderr,
+            exit_code=result.exit_code,
             truncated=result.stdout_truncated or result.stderr_truncated,
-            timed_out=result.timed_out, duration_s=result.duration_s,
+            timed_out=result.timed_out,
+            duration_s=result.duration_s,
         )
     if isinstance(action, ReadFileAction):
         assert isinstance(result, ReadResult)

@@ -64,8 +64,7 @@ def sandbox_git(sandbox: Sandbox, base_commit: str) -> SandboxGitOracle:
 
     def run(argv: Sequence[str]) -> tuple[int, str]:
         try:
-            op = Run(command=shlex.join(argv), timeout_s=ORACLE_TIMEOUT_S,
-                     output_bytes=1 << 20)
+            op = Run(command=shlex.join(argv), timeout_s=ORACLE_TIMEOUT_S, output_bytes=1 << 20)
             result = sandbox.program([op], timeout_s=ORACLE_TIMEOUT_S).result(op)
         except RunnerBroken:
             return 1, ""

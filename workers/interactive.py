@@ -88,8 +88,9 @@ def preparation(record: EpisodeRecord) -> Preparation:
             sanitize = checked_run(sanitize_script(task.repo))
         else:
             assert task.repo.bundle is not None  # a repository is one or the other
-            ops.append(Write(root="/tmp", binary={
-                BUNDLE_PATH.removeprefix("/tmp/"): task.repo.bundle}))
+            ops.append(
+                Write(root="/tmp", binary={BUNDLE_PATH.removeprefix("/tmp/"): task.repo.bundle})
+            )
             sanitize = checked_run(bundle_script(task.repo, BUNDLE_PATH))
         ops.append(sanitize)
         checked.append(sanitize)
@@ -101,8 +102,13 @@ def preparation(record: EpisodeRecord) -> Preparation:
     found = Find(names=list(STEERING_FILES))
     snapshot = Snapshot(paths=task.protected_paths)
     listing = Listing()
-    return Preparation(ops=[*ops, found, snapshot, listing], checked=checked, found=found,
-                       snapshot=snapshot, listing=listing)
+    return Preparation(
+        ops=[*ops, found, snapshot, listing],
+        checked=checked,
+        found=found,
+        snapshot=snapshot,
+        listing=listing,
+    )
 
 
 def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
@@ -118,25 +124,26 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
     try:
         prep = preparation(record)
         reply = sandbox.program(prep.ops, timeout_s=commands_time_s(prep.ops))
-        failed = next((r for r in map(reply.result, prep.checked)
-                       if r is not None and r.exit_code != 0), None)
+        failed = next(
+            (r for r in map(reply.result, prep.checked) if r is not None and r.exit_code != 0), None
+        )
         found, snapshot = reply.result(prep.found), reply.result(prep.snapshot)
         listing = reply.result(prep.listing)
         if reply.error or failed or found is None or snapshot is None or listing is None:
             detail = reply.error.message if reply.error else failed.stderr[-800:] if failed else ""
             return infra_failure(record, f"the task could not be prepared: {detail}")
         ready_s = time.monotonic() - acquired
-        observation = Observation(output=listing.stdout, exit_code=0,
-                                  duration_s=round(ready_s, 4))
+        observation = Observation(output=listing.stdout, exit_code=0, duration_s=round(ready_s, 4))
         state = SandboxState(
             host=rt.host,
             container_id=container.id,
             container_name=container.name,
             container_ip=container.ip,
             keep=frozenset(found.paths) | steering_paths(task.files),
-            restore={**snapshot.files,
-                     **{p: c for p, c in task.files.items()
-                        if is_protected(p, task.protected_paths)}},
+            restore={
+                **snapshot.files,
+                **{p: c for p, c in task.files.items() if is_protected(p, task.protected_paths)},
+            },
             observation=observation,
             sandbox_start_s=ready_s,
             warm=warm,
@@ -144,8 +151,13 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
         keep_container = rt.store.start_sandbox(record.id, state)
         if keep_container:
             rt.holding[record.id] = container.id
-            log.info("episode %s container %s: ready in %.3fs (%s)", record.id,
-                     container.name, ready_s, "warm" if warm else "cold")
+            log.info(
+                "episode %s container %s: ready in %.3fs (%s)",
+                record.id,
+                container.name,
+                ready_s,
+                "warm" if warm else "cold",
+            )
         return None
     except RunnerBroken as exc:
         return infra_failure(record, f"the task could not be prepared: {exc}")
@@ -157,8 +169,9 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
 def _sandbox(rt: Runtime, record: EpisodeRecord) -> Sandbox:
     spec = rt.spec_for(record.request.task)
     state = record.started_sandbox()
-    container = Container(id=state.container_id, name=state.container_name, spec=spec,
-                          ip=state.container_ip)
+    container = Container(
+        id=state.container_id, name=state.container_name, spec=spec, ip=state.container_ip
+    )
     return Sandbox(rt.engine, container, episode_id=record.id)
 
 
@@ -168,8 +181,11 @@ def _live(rt: Runtime, episode_id: str, reply_key: str) -> EpisodeRecord | None:
         rt.store.reply(reply_key, status=404, message=f"no episode {episode_id!r}")
         return None
     if record.status is not EpisodeStatus.running:
-        rt.store.reply(reply_key, status=409,
-               message=f"episode {episode_id} is {record.status.value}, not running")
+        rt.store.reply(
+            reply_key,
+            status=409,
+            message=f"episode {episode_id} is {record.status.value}, not running",
+        )
         return None
     return record
 
@@ -189,22 +205,32 @@ def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_
         step = screened
         log.info("episode %s: step intercepted by %s", episode_id, verdict.rule)
     else:
-        op = action_op(action, output_bytes=task.limits.output_bytes, persistent_shell=True,
-                       max_timeout_s=rt.settings.max_episode_s)
+        op = action_op(
+            action,
+            output_bytes=task.limits.output_bytes,
+            persistent_shell=True,
+            max_timeout_s=rt.settings.max_episode_s,
+        )
         try:
             reply = sandbox.program([op], timeout_s=op.timeout_s if isinstance(op, Run) else 10.0)
             observation = observation_of(action, reply.get(op) or reply.error, reply.error)
         except RunnerBroken as exc:
             observation = Observation(stderr=str(exc), exit_code=137)
-        step = Step(step=0, action=action, observation=observation, started_at=started,
-                    judge=screened.judge if screened else None)
+        step = Step(
+            step=0,
+            action=action,
+            observation=observation,
+            started_at=started,
+            judge=screened.judge if screened else None,
+        )
     step = rt.store.add_step(episode_id, step)
     answer = StepResult(id=episode_id, step=step.step, observation=step.observation)
     rt.store.reply(reply_key, body=answer.model_dump(mode="json"))
 
 
-def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
-                       *, reason: str | None = None) -> EpisodeResult | None:
+def finish_interactive(
+    rt: Runtime, episode_id: str, reply_key: str | None, *, reason: str | None = None
+) -> EpisodeResult | None:
     """Kill the agent's processes, seal, run the hidden tests, score, remove the sandbox."""
     record = rt.store.get(episode_id) if reply_key is None else _live(rt, episode_id, reply_key)
     if record is None or record.status is not EpisodeStatus.running:
@@ -214,9 +240,12 @@ def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
     task = record.request.task
     sandbox = _sandbox(rt, record)
     steps = rt.store.steps(episode_id)
-    info = SandboxInfo(image=sandbox.container.spec.image,
-                       image_digest=rt.engine.image_digest(sandbox.container.spec.image),
-                       host=rt.host, network=sandbox.container.spec.network)
+    info = SandboxInfo(
+        image=sandbox.container.spec.image,
+        image_digest=rt.engine.image_digest(sandbox.container.spec.image),
+        host=rt.host,
+        network=sandbox.container.spec.network,
+    )
     try:
         state = record.started_sandbox()
         restore = dict(state.restore)
@@ -226,9 +255,12 @@ def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
         looks: list[Op[Any]] = [KillAll(), protected]
         diff_op = None
         if task.repo is not None:
-            diff_op = Run(output_bytes=DIFF_BYTES, timeout_s=30,
-                          command="git -c core.hooksPath=/dev/null add -A -N . >/dev/null "
-                                  f"2>&1; git --no-pager diff {task.repo.base_commit}")
+            diff_op = Run(
+                output_bytes=DIFF_BYTES,
+                timeout_s=30,
+                command="git -c core.hooksPath=/dev/null add -A -N . >/dev/null "
+                f"2>&1; git --no-pager diff {task.repo.base_commit}",
+            )
             looks.append(diff_op)
         run_started = time.monotonic()
         reply = sandbox.program(looks + plan.ops, timeout_s=plan.timeout_s + 40, reclaim=True)
@@ -241,18 +273,29 @@ def finish_interactive(rt: Runtime, episode_id: str, reply_key: str | None,
         if test is None:
             raise sandbox.failure_of(reply)
         outcome = score_test_run(test, task, oom_killed=test.oom_killed)
-        timings = Timings(sandbox_start_s=record.started_sandbox().sandbox_start_s,
-                          run_s=run_s, total_s=time.time() - record.created)
+        timings = Timings(
+            sandbox_start_s=record.started_sandbox().sandbox_start_s,
+            run_s=run_s,
+            total_s=time.time() - record.created,
+        )
         result = graded_result(record, outcome, test, steps, info, timings, reason=reason)
         evidence = integrity_evidence(
-            {p: c for p, c in restore.items() if is_protected(p, task.protected_paths)}, left)
+            {p: c for p, c in restore.items() if is_protected(p, task.protected_paths)}, left
+        )
         evidence += rt.guard.network_evidence(sandbox, since=record.created)
         judged, judge_status = rt.guard.judge_trajectory(record, steps, diff)
         result = apply_policy(record, result, evidence + judged, judge_status)
     except RunnerBroken as exc:  # the code under test broke the sandbox: its typed verdict
-        result = broken_result(record, exc.failure, steps, info, Timings(
-            sandbox_start_s=record.started_sandbox().sandbox_start_s,
-            total_s=time.time() - record.created))
+        result = broken_result(
+            record,
+            exc.failure,
+            steps,
+            info,
+            Timings(
+                sandbox_start_s=record.started_sandbox().sandbox_start_s,
+                total_s=time.time() - record.created,
+            ),
+        )
     except SandboxError as exc:
         result = infra_failure(record, f"grading failed: {exc}", steps=steps, sandbox=info)
     finally:

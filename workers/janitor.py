@@ -151,8 +151,11 @@ class Janitor:
 
     def beat_went_through(self, now: float) -> None:
         if now - self._last_beat > OUTAGE_BEATS * self.heartbeat_s:
-            log.warning("heartbeat: Redis was out of reach for %.0f s; judging no other "
-                        "worker for %.0f s", now - self._last_beat, self.heartbeat_ttl_s)
+            log.warning(
+                "heartbeat: Redis was out of reach for %.0f s; judging no other worker for %.0f s",
+                now - self._last_beat,
+                self.heartbeat_ttl_s,
+            )
             self._answering_since = now
         self._last_beat = now
 
@@ -219,7 +222,8 @@ class Janitor:
             if record is None:
                 continue
             ended += self._end_as_infra(
-                record, f"the worker running this episode ({summary.worker}) stopped")
+                record, f"the worker running this episode ({summary.worker}) stopped"
+            )
         return ended
 
     def end_unstarted(self, live: set[str]) -> int:
@@ -261,8 +265,13 @@ class Janitor:
             if now - since < self.heartbeat_ttl_s:
                 continue
             record = self.store.get(episode_id)
-            if record is not None and not record.status.terminal and self._end_as_infra(
-                    record, "the worker lost track of this episode (its result was not saved)"):
+            if (
+                record is not None
+                and not record.status.terminal
+                and self._end_as_infra(
+                    record, "the worker lost track of this episode (its result was not saved)"
+                )
+            ):
                 ended += 1
             self._lost.pop(episode_id, None)
         return ended
@@ -280,10 +289,14 @@ class Janitor:
             record = self.store.get(summary.id)
             if record is None:
                 continue
-            why = (f"no action for {idle:.0f} s (limit {self.idle_s:.0f} s)" if idle > self.idle_s
-                   else f"open for {age:.0f} s (limit {self.max_episode_s:.0f} s)")
-            result = timed_out(record, f"the episode was abandoned: {why}",
-                               steps=self.store.steps(record.id))
+            why = (
+                f"no action for {idle:.0f} s (limit {self.idle_s:.0f} s)"
+                if idle > self.idle_s
+                else f"open for {age:.0f} s (limit {self.max_episode_s:.0f} s)"
+            )
+            result = timed_out(
+                record, f"the episode was abandoned: {why}", steps=self.store.steps(record.id)
+            )
             if self.store.finish(result):
                 log.info("episode %s: ended as timeout, %s", record.id, why)
                 ended += 1
@@ -312,8 +325,11 @@ class Janitor:
         # a sandbox that is not running is of no use to anyone, whichever deployment made
         # it (an engine restart stops them all): sweep those too
         try:
-            stopped = [c for c in self.engine.managed_containers(any_deployment=True)
-                       if c.get("State") not in ("running", "created", "restarting")]
+            stopped = [
+                c
+                for c in self.engine.managed_containers(any_deployment=True)
+                if c.get("State") not in ("running", "created", "restarting")
+            ]
         except SandboxError:
             stopped = []
         for info in stopped:
@@ -323,8 +339,11 @@ class Janitor:
             owner = (info.get("Labels") or {}).get(WORKER_LABEL)
             if owner == self.worker or owner in live:
                 continue
-            log.info("janitor: removing container %s of stopped worker %s",
-                     str(info.get("Id", ""))[:12], owner)
+            log.info(
+                "janitor: removing container %s of stopped worker %s",
+                str(info.get("Id", ""))[:12],
+                owner,
+            )
             self.engine.remove(str(info["Id"]))
             reaped += 1
         return reaped
@@ -345,7 +364,12 @@ def _why_unstarted(
         return f"its job ended ({status.value}) before the episode started"
     # the queue is FIFO: a job well older than its head was taken off it, and whoever took
     # it died before marking it started (the clocks of API replicas differ: a margin)
-    if (status is JobStatus.QUEUED and job.origin == QUEUE_NAME and job.enqueued_at is not None
-            and taken_before is not None and job.enqueued_at < taken_before - margin):
+    if (
+        status is JobStatus.QUEUED
+        and job.origin == QUEUE_NAME
+        and job.enqueued_at is not None
+        and taken_before is not None
+        and job.enqueued_at < taken_before - margin
+    ):
         return "the worker that took this episode off the queue stopped before starting it"
     return None

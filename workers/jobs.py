@@ -42,8 +42,9 @@ def until_redis_answers(what: str, call: Callable[[], T]) -> T:
 def finish(result: EpisodeResult) -> bool:
     """Write a terminal result, however long Redis is away; False if it had ended first."""
     rt = runtime.current()
-    return until_redis_answers(f"episode {result.id}: writing the result",
-                               lambda: rt.store.finish(result))
+    return until_redis_answers(
+        f"episode {result.id}: writing the result", lambda: rt.store.finish(result)
+    )
 
 
 def run_episode(episode_id: str) -> str:
@@ -95,8 +96,9 @@ def run_action(episode_id: str, action: dict[str, object], reply_key: str) -> No
         rt.store.reply(reply_key, status=503, message=f"the sandbox failed: {exc}")
     except Exception as exc:
         log.exception("episode %s: internal error in an action", episode_id)
-        rt.store.reply(reply_key, status=500,
-                       message=f"internal error: {type(exc).__name__}: {exc}")
+        rt.store.reply(
+            reply_key, status=500, message=f"internal error: {type(exc).__name__}: {exc}"
+        )
 
 
 def finish_episode(episode_id: str, reply_key: str | None = None) -> None:
@@ -109,12 +111,14 @@ def finish_episode(episode_id: str, reply_key: str | None = None) -> None:
         finish_interactive(rt, episode_id, reply_key)
     except Exception as exc:
         log.exception("episode %s: finishing failed", episode_id)
-        record = until_redis_answers(f"episode {episode_id}: reading",
-                                     lambda: rt.store.get(episode_id))
+        record = until_redis_answers(
+            f"episode {episode_id}: reading", lambda: rt.store.get(episode_id)
+        )
         if record is not None:
             finish(infra_failure(record, f"finishing failed: {exc}"))
         if reply_key:
-            rt.store.reply(reply_key, status=500,
-                           message=f"finishing failed: {type(exc).__name__}: {exc}")
+            rt.store.reply(
+                reply_key, status=500, message=f"finishing failed: {type(exc).__name__}: {exc}"
+            )
     finally:
         rt.busy.discard(episode_id)

@@ -64,10 +64,16 @@ def redis_client(url: str) -> redis.Redis:
     Every command is retried `REDIS_RETRIES` times, up to `REDIS_RETRY_WAIT_S` apart (half
     of it at least): a Redis restart of up to about a minute goes unnoticed.
     """
-    retry = Retry(EqualJitterBackoff(cap=REDIS_RETRY_WAIT_S, base=REDIS_RETRY_WAIT_S / 4),
-                  retries=REDIS_RETRIES)
-    return redis.Redis.from_url(url, health_check_interval=REDIS_HEALTH_CHECK_S, retry=retry,
-                                retry_on_error=[redis.ConnectionError, redis.TimeoutError])
+    retry = Retry(
+        EqualJitterBackoff(cap=REDIS_RETRY_WAIT_S, base=REDIS_RETRY_WAIT_S / 4),
+        retries=REDIS_RETRIES,
+    )
+    return redis.Redis.from_url(
+        url,
+        health_check_interval=REDIS_HEALTH_CHECK_S,
+        retry=retry,
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+    )
 
 
 class EpisodeWorker(SimpleWorker):
@@ -87,8 +93,12 @@ def wait_for_redis(client: redis.Redis, url: str) -> None:
             client.ping()
             return
         except redis.RedisError as exc:
-            log.error("Redis at %s does not answer (%s); retrying in %.0fs",
-                      redact(url), exc, STARTUP_RETRY_S)
+            log.error(
+                "Redis at %s does not answer (%s); retrying in %.0fs",
+                redact(url),
+                exc,
+                STARTUP_RETRY_S,
+            )
             time.sleep(STARTUP_RETRY_S)
 
 
@@ -105,26 +115,43 @@ def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> Engi
     Meanwhile the worker heartbeats with its problem, so `/readyz` says what is wrong.
     """
     store.report_problem(worker, "starting: checking Docker, the images and the protections")
-    janitor = Janitor(store, worker=worker, host=settings.host_id,
-                      heartbeat_s=settings.heartbeat_s, heartbeat_ttl_s=settings.heartbeat_ttl_s,
-                      sweep_s=settings.reaper_interval_s)
+    janitor = Janitor(
+        store,
+        worker=worker,
+        host=settings.host_id,
+        heartbeat_s=settings.heartbeat_s,
+        heartbeat_ttl_s=settings.heartbeat_ttl_s,
+        sweep_s=settings.reaper_interval_s,
+    )
     janitor.start()
     try:
         while True:
             try:
-                engine = Engine(worker=worker, host=settings.host_id,
-                                deployment=settings.deployment_id)
+                engine = Engine(
+                    worker=worker, host=settings.host_id, deployment=settings.deployment_id
+                )
                 engine.ping()
                 for image in settings.images.values():
                     engine.image_digest(image)
-                probe_rt = runtime.Runtime(settings, store.redis, store, engine,
-                                           WarmPool(engine, size=0), worker, Guard(store))
+                probe_rt = runtime.Runtime(
+                    settings,
+                    store.redis,
+                    store,
+                    engine,
+                    WarmPool(engine, size=0),
+                    worker,
+                    Guard(store),
+                )
                 verify_protections(engine, probe_rt.spec_for(_default_task()))
                 store.report_problem(worker, None)
                 return engine
             except SandboxError as exc:
-                log.error("worker %s cannot run sandboxes: %s (retrying in %.0fs)",
-                          worker, exc, STARTUP_RETRY_S)
+                log.error(
+                    "worker %s cannot run sandboxes: %s (retrying in %.0fs)",
+                    worker,
+                    exc,
+                    STARTUP_RETRY_S,
+                )
                 store.report_problem(worker, str(exc))
                 time.sleep(STARTUP_RETRY_S)
     finally:
@@ -159,10 +186,13 @@ def start_honeypot(
     """
     if settings.network == "none":
         return None
-    honeypot = Honeypot(engine, network=settings.honeypot_network,
-                        image=settings.honeypot_image or settings.images["python"],
-                        name=f"proctor-honeypot-{settings.deployment_id}",
-                        subnets=settings.sandbox_subnets)
+    honeypot = Honeypot(
+        engine,
+        network=settings.honeypot_network,
+        image=settings.honeypot_image or settings.images["python"],
+        name=f"proctor-honeypot-{settings.deployment_id}",
+        subnets=settings.sandbox_subnets,
+    )
     janitor = None
     try:
         while True:
@@ -170,15 +200,23 @@ def start_honeypot(
                 address = honeypot.ensure()
                 break
             except SandboxError as exc:
-                log.error("worker %s has no honeypot: %s (retrying in %.0fs)",
-                          worker, exc, STARTUP_RETRY_S)
+                log.error(
+                    "worker %s has no honeypot: %s (retrying in %.0fs)",
+                    worker,
+                    exc,
+                    STARTUP_RETRY_S,
+                )
                 if store is not None:
                     store.report_problem(worker, f"the honeypot is not up: {exc}")
                     if janitor is None:
-                        janitor = Janitor(store, worker=worker, host=settings.host_id,
-                                          heartbeat_s=settings.heartbeat_s,
-                                          heartbeat_ttl_s=settings.heartbeat_ttl_s,
-                                          sweep_s=settings.reaper_interval_s)
+                        janitor = Janitor(
+                            store,
+                            worker=worker,
+                            host=settings.host_id,
+                            heartbeat_s=settings.heartbeat_s,
+                            heartbeat_ttl_s=settings.heartbeat_ttl_s,
+                            sweep_s=settings.reaper_interval_s,
+                        )
                         janitor.start()
                 time.sleep(STARTUP_RETRY_S)
     finally:
@@ -213,11 +251,21 @@ def serve(
     rt = runtime.Runtime(settings, client, store, engine, pool, worker, guard)
     runtime.install(rt)
     pool.prewarm(rt.spec_for(_default_task()))
-    janitor = Janitor(store, worker=worker, host=settings.host_id, engine=engine, pool=pool,
-                      heartbeat_s=settings.heartbeat_s, heartbeat_ttl_s=settings.heartbeat_ttl_s,
-                      sweep_s=settings.reaper_interval_s, holding=rt.holding, busy=rt.busy,
-                      images=settings.images, idle_s=settings.interactive_idle_s,
-                      max_episode_s=settings.max_episode_s)
+    janitor = Janitor(
+        store,
+        worker=worker,
+        host=settings.host_id,
+        engine=engine,
+        pool=pool,
+        heartbeat_s=settings.heartbeat_s,
+        heartbeat_ttl_s=settings.heartbeat_ttl_s,
+        sweep_s=settings.reaper_interval_s,
+        holding=rt.holding,
+        busy=rt.busy,
+        images=settings.images,
+        idle_s=settings.interactive_idle_s,
+        max_episode_s=settings.max_episode_s,
+    )
     janitor.start()
     janitor.sweep()  # containers of workers that died before we started
     queues = [
@@ -240,16 +288,16 @@ def serve(
 def work(client: redis.Redis, url: str, queues: list[Queue], name: str, *, burst: bool) -> None:
     """RQ's loop, started again whenever it ends without being asked to (see the docstring)."""
     while True:
-        rq_worker = EpisodeWorker(queues, connection=client, serializer=JSONSerializer,
-                                  name=name)
+        rq_worker = EpisodeWorker(queues, connection=client, serializer=JSONSerializer, name=name)
         try:
             rq_worker.work(burst=burst, with_scheduler=False, logging_level="WARNING")
         except redis.RedisError as exc:
             log.error("worker %s: Redis failed under RQ's loop: %s", name, exc)
         if burst or rq_worker.stop_asked:
             return
-        log.warning("worker %s: RQ's loop ended unasked; starting it again once Redis "
-                    "answers", name)
+        log.warning(
+            "worker %s: RQ's loop ended unasked; starting it again once Redis answers", name
+        )
         time.sleep(RQ_RESTART_PAUSE_S)  # an error that repeats at once must not spin
         wait_for_redis(client, url)
         try:

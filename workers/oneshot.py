@@ -46,30 +46,51 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
     container, warm = rt.pool.acquire(spec)
     sandbox_start_s = time.monotonic() - acquire_started
     sandbox = Sandbox(rt.engine, container, episode_id=record.id)
-    log.info("episode %s container %s: started (%s)", record.id, container.name,
-             "warm" if warm else "cold")
-    info = SandboxInfo(image=spec.image, image_digest=rt.engine.image_digest(spec.image),
-                       host=rt.host, network=spec.network)
+    log.info(
+        "episode %s container %s: started (%s)",
+        record.id,
+        container.name,
+        "warm" if warm else "cold",
+    )
+    info = SandboxInfo(
+        image=spec.image,
+        image_digest=rt.engine.image_digest(spec.image),
+        host=rt.host,
+        network=spec.network,
+    )
     rt.holding[record.id] = container.id
     try:
         rt.store.advance(record.id, EpisodeStatus.running, container=container.name)
         limits = task.limits
         # preparing: the task's files and setup (their failure is the task's, not ours)
         prepare: list[Op[Any]] = [Write(files=task.files)] if task.files else []
-        setup = [Run(command=command, timeout_s=limits.timeout_s,
-                     output_bytes=limits.output_bytes, check=True) for command in task.setup]
+        setup = [
+            Run(
+                command=command,
+                timeout_s=limits.timeout_s,
+                output_bytes=limits.output_bytes,
+                check=True,
+            )
+            for command in task.setup
+        ]
         prepare += setup
         if solution.files:
             prepare.append(Write(files=solution.files))
         # an action that fails (its fork refused, its file unwritable) must not skip grading
-        actions = [action_op(a, output_bytes=limits.output_bytes, persistent_shell=False,
-                             max_timeout_s=rt.settings.max_episode_s, keep_going=True)
-                   for a in solution.actions]
+        actions = [
+            action_op(
+                a,
+                output_bytes=limits.output_bytes,
+                persistent_shell=False,
+                max_timeout_s=rt.settings.max_episode_s,
+                keep_going=True,
+            )
+            for a in solution.actions
+        ]
         plan = grading_plan(
             task,
             keep=steering_paths(task.files) | steering_paths(task.tests.files),
-            restore={p: c for p, c in task.files.items()
-                     if is_protected(p, task.protected_paths)},
+            restore={p: c for p, c in task.files.items() if is_protected(p, task.protected_paths)},
         )
         ops = [*prepare, *actions, *plan.ops]
         # admission kept the sum within max_episode_s; a worker set lower holds its own
@@ -79,37 +100,62 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
         reply = sandbox.program(ops, timeout_s=budget)
         run_s = time.monotonic() - run_started
         steps = [
-            Step(step=i + 1, action=action,
-                 observation=observation_of(action, reply.get(op), reply.error))
+            Step(
+                step=i + 1,
+                action=action,
+                observation=observation_of(action, reply.get(op), reply.error),
+            )
             for i, (action, op) in enumerate(zip(solution.actions, actions, strict=True))
         ]
-        setup_failed = next((r for r in map(reply.result, setup)
-                             if isinstance(r, RunResult) and r.exit_code != 0), None)
+        setup_failed = next(
+            (r for r in map(reply.result, setup) if isinstance(r, RunResult) and r.exit_code != 0),
+            None,
+        )
         if setup_failed is not None:
-            return infra_failure(record, "the task's setup command failed: "
-                                 + setup_failed.stderr[-500:], sandbox=info)
+            return infra_failure(
+                record,
+                "the task's setup command failed: " + setup_failed.stderr[-500:],
+                sandbox=info,
+            )
         test = reply.result(plan.test)
         if test is None and not all(map(reply.ran, prepare)):  # nothing of the solution ran
             error = reply.error.message if reply.error else None
-            return infra_failure(record, f"the task could not be prepared: {error}",
-                                 sandbox=info)
+            return infra_failure(record, f"the task could not be prepared: {error}", sandbox=info)
         if test is None:  # an operation of the grading phase raised: whose fault was it?
             raise sandbox.failure_of(reply)
         oom = test.oom_killed or (test.exit_code in (-9, 137) and sandbox.oom_killed())
         outcome = score_test_run(test, task, oom_killed=oom)
-        result = graded_result(record, outcome, test, steps, info,
-                               Timings(queued_s=queued_s, sandbox_start_s=sandbox_start_s,
-                                       run_s=run_s, total_s=time.time() - record.created))
+        result = graded_result(
+            record,
+            outcome,
+            test,
+            steps,
+            info,
+            Timings(
+                queued_s=queued_s,
+                sandbox_start_s=sandbox_start_s,
+                run_s=run_s,
+                total_s=time.time() - record.created,
+            ),
+        )
         evidence = rt.guard.screen_solution(record)
         evidence += rt.guard.network_evidence(sandbox, since=wall_started)
         judged, judge_status = rt.guard.judge_trajectory(
-            record, steps, solution_text(solution.files))
+            record, steps, solution_text(solution.files)
+        )
         return apply_policy(record, result, evidence + judged, judge_status)
     except RunnerBroken as exc:
-        return broken_result(record, exc.failure, [], info,
-                             Timings(queued_s=queued_s, sandbox_start_s=sandbox_start_s,
-                                     total_s=time.time() - record.created))
+        return broken_result(
+            record,
+            exc.failure,
+            [],
+            info,
+            Timings(
+                queued_s=queued_s,
+                sandbox_start_s=sandbox_start_s,
+                total_s=time.time() - record.created,
+            ),
+        )
     finally:
         rt.holding.pop(record.id, None)
         rt.pool.discard(container)
-

@@ -15,8 +15,13 @@ from workers.sandbox.sandbox import Failure
 
 
 def score_test_run(test: RunResult, task: TaskSpec, *, oom_killed: bool) -> Score:
-    run = TestRun(exit_code=test.exit_code, timed_out=test.timed_out,
-                  oom_killed=oom_killed, report_xml=test.report, stderr=test.stderr)
+    run = TestRun(
+        exit_code=test.exit_code,
+        timed_out=test.timed_out,
+        oom_killed=oom_killed,
+        report_xml=test.report,
+        stderr=test.stderr,
+    )
     return score(run, task.tests, task.scoring)
 
 
@@ -53,7 +58,10 @@ def graded_result(
 
 
 def broken_result(
-    record: EpisodeRecord, failure: Failure, steps: list[Step], info: SandboxInfo,
+    record: EpisodeRecord,
+    failure: Failure,
+    steps: list[Step],
+    info: SandboxInfo,
     timings: Timings,
 ) -> EpisodeResult:
     """The code under test broke the sandbox before its tests could run (`classify` said

@@ -36,7 +36,6 @@ from workers.janitor import worker_name
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(slots=True)
 class Slot:
     index: int
@@ -76,26 +75,34 @@ class Supervisor:
                 self._reap(running[sentinel])  # type: ignore[index]
             now = time.monotonic()
             for slot in self.slots:
-                if slot.process is None and not self.stopping and slot.start_at <= now \
-                        and slot.start_at > 0:
+                if (
+                    slot.process is None
+                    and not self.stopping
+                    and slot.start_at <= now
+                    and slot.start_at > 0
+                ):
                     self._start(slot)
         return max(self.exit_codes, default=0)
 
     def _pending(self) -> bool:
-        return not self.stopping and any(
-            s.process is None and s.start_at > 0 for s in self.slots)
+        return not self.stopping and any(s.process is None and s.start_at > 0 for s in self.slots)
 
     def _next_start_in(self) -> float | None:
-        waits = [s.start_at - time.monotonic() for s in self.slots
-                 if s.process is None and s.start_at > 0 and not self.stopping]
+        waits = [
+            s.start_at - time.monotonic()
+            for s in self.slots
+            if s.process is None and s.start_at > 0 and not self.stopping
+        ]
         return max(min(waits), 0.0) if waits else None
 
     def _start(self, slot: Slot) -> None:
         suffix = uuid.uuid4().hex[:4]
         process = self._context.Process(
-            target=self.target, args=(self.settings,),
+            target=self.target,
+            args=(self.settings,),
             kwargs={"burst": self.burst, "child": True, "suffix": suffix},
-            name=f"worker-{slot.index}")
+            name=f"worker-{slot.index}",
+        )
         process.start()
         assert process.pid is not None
         slot.process, slot.started, slot.start_at = process, time.monotonic(), 0.0
@@ -114,10 +121,19 @@ class Supervisor:
             return
         self._forget(slot)
         slot.quick_deaths = slot.quick_deaths + 1 if lived < SETTLED_S else 0
-        delay = (0.0 if slot.quick_deaths == 0 else
-                 min(RESPAWN_FIRST_S * 2 ** (slot.quick_deaths - 1), RESPAWN_LONGEST_S))
-        log.error("worker %s (pid %s) died with %s after %.0f s; a new one starts in %.0f s",
-                  slot.name, process.pid, code, lived, delay)
+        delay = (
+            0.0
+            if slot.quick_deaths == 0
+            else min(RESPAWN_FIRST_S * 2 ** (slot.quick_deaths - 1), RESPAWN_LONGEST_S)
+        )
+        log.error(
+            "worker %s (pid %s) died with %s after %.0f s; a new one starts in %.0f s",
+            slot.name,
+            process.pid,
+            code,
+            lived,
+            delay,
+        )
         slot.start_at = time.monotonic() + max(delay, 0.001)
 
     def _forget(self, slot: Slot) -> None:
@@ -127,8 +143,10 @@ class Supervisor:
         try:
             if self._store is None:
                 client = redis.Redis.from_url(
-                    self.settings.redis_url, socket_timeout=SUPERVISOR_REDIS_TIMEOUT_S,
-                    socket_connect_timeout=SUPERVISOR_REDIS_TIMEOUT_S)
+                    self.settings.redis_url,
+                    socket_timeout=SUPERVISOR_REDIS_TIMEOUT_S,
+                    socket_connect_timeout=SUPERVISOR_REDIS_TIMEOUT_S,
+                )
                 self._store = EpisodeStore(client, result_ttl_s=self.settings.result_ttl_s)
             self._store.forget_worker(slot.name)
         except redis.RedisError as exc:  # its heartbeat ages instead

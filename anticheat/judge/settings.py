@@ -72,4 +72,3 @@ class JudgeSettings:
             cache_ttl_s=settings.judge_cache_ttl_s,
             max_prompt_chars=settings.judge_max_prompt_chars,
         )
-

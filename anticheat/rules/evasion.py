@@ -9,6 +9,7 @@ from proctor.models import Decision
 
 __all__ = ["RULES", "decoded_exec", "dynamic_exec", "screening_limit", "unparseable"]
 
+
 def screening_limit(ctx: Ctx) -> str | None:
     """A cap of `limits` was reached: part of the action was never screened."""
     notes = ctx.facts.limits

@@ -1,8 +1,6 @@
 """`tests.*`: making the tests unable to fail (protected tests changed or weakened,
 outcome hooks, pytest configuration, early exits, objects equal to everything)."""
 
-
-
 from __future__ import annotations
 
 import posixpath

@@ -81,15 +81,20 @@ class Builder:
             if engine.pull(wanted, self.config.pull_timeout_s):
                 return Base(wanted, "default")
             self.registry_down = True
-            logger.info("%s unavailable (no registry?); using offline base %s", wanted,
-                        OFFLINE_BASE)
+            logger.info(
+                "%s unavailable (no registry?); using offline base %s", wanted, OFFLINE_BASE
+            )
         elif wanted != OFFLINE_BASE:
             logger.info("no registry this run: %s instead of %s", OFFLINE_BASE, wanted)
         if engine.image_id(OFFLINE_BASE) is None:
             bootstrap = self.config.images_dir / "base" / "bootstrap.sh"
             # debootstrap's progress on stderr: stdout carries this build's own lines
-            done = subprocess.run([str(bootstrap)], env={**os.environ, "BASE_TAG": OFFLINE_BASE},
-                                  stdout=sys.stderr, check=False)
+            done = subprocess.run(
+                [str(bootstrap)],
+                env={**os.environ, "BASE_TAG": OFFLINE_BASE},
+                stdout=sys.stderr,
+                check=False,
+            )
             if done.returncode != 0:
                 raise ImageBuildError(f"images/base/bootstrap.sh failed (exit {done.returncode})")
         return Base(OFFLINE_BASE, "none")
@@ -104,10 +109,17 @@ class Builder:
             raise ImageBuildError(
                 f"{base.image} has Python {have} but the wheels are built with the host's "
                 f"{want}: set PIP to a Python {have} pip, or SERVICE_BASE_IMAGE to a Python "
-                f"{want} base")
+                f"{want} base"
+            )
 
-    def docker_build(self, image: str, dockerfile: str, recipe: str, base: Base,
-                     context: Sequence[tuple[str, str]]) -> None:
+    def docker_build(
+        self,
+        image: str,
+        dockerfile: str,
+        recipe: str,
+        base: Base,
+        context: Sequence[tuple[str, str]],
+    ) -> None:
         """Build from a context of (path under images/, name in the context); keep the log
         in .run/, drop the image this one replaced."""
         previous = engine.image_id(image)
@@ -117,75 +129,116 @@ class Builder:
         started = time.monotonic()
         images = self.config.images_dir
         ok = engine.build(
-            image=image, dockerfile=dockerfile, network=base.network, no_cache=self.force,
+            image=image,
+            dockerfile=dockerfile,
+            network=base.network,
+            no_cache=self.force,
             context=[(images / path, arcname) for path, arcname in context],
             build_args={"BASE_IMAGE": base.image},
             labels={RECIPE_LABEL: recipe, BASE_ID_LABEL: engine.image_id(base.image) or ""},
-            log=log)
+            log=log,
+        )
         if not ok:
-            raise ImageBuildError(f"docker build of {image} failed (log: .run/{log.name})",
-                                  wheels.tail(log, 25))
+            raise ImageBuildError(
+                f"docker build of {image} failed (log: .run/{log.name})", wheels.tail(log, 25)
+            )
         built = engine.image_id(image) or ""
         if previous is not None and previous != built:
             engine.remove(previous)
-        logger.info("%s %s %d MB (built in %d s)", image, built,
-                    engine.size_bytes(image) // 1_000_000, time.monotonic() - started)
+        logger.info(
+            "%s %s %d MB (built in %d s)",
+            image,
+            built,
+            engine.size_bytes(image) // 1_000_000,
+            time.monotonic() - started,
+        )
 
     # ------------------------------------------------------------------ images
 
     def sandbox(self) -> None:
         config = self.config
-        recipe = recipes.simple(config.images_dir / "sandbox-python" / "Dockerfile",
-                                config.base_image, config.sandbox_packages)
+        recipe = recipes.simple(
+            config.images_dir / "sandbox-python" / "Dockerfile",
+            config.base_image,
+            config.sandbox_packages,
+        )
         if self.up_to_date(SANDBOX, recipe):
             return
         base = self.resolve_base(config.base_image)
         wheels.sandbox(config)
         # the Dockerfile copies .wheels/: the sandbox's own wheels go in under that name
-        self.docker_build(SANDBOX, "sandbox-python/Dockerfile", recipe, base,
-                          [("sandbox-python/Dockerfile", "sandbox-python/Dockerfile"),
-                           (".wheels/sandbox", ".wheels")])
+        self.docker_build(
+            SANDBOX,
+            "sandbox-python/Dockerfile",
+            recipe,
+            base,
+            [
+                ("sandbox-python/Dockerfile", "sandbox-python/Dockerfile"),
+                (".wheels/sandbox", ".wheels"),
+            ],
+        )
 
     def service(self) -> None:
         config = self.config
         dockerfile = config.images_dir / "service" / "Dockerfile"
         files = recipes.source_files(config.repo)
-        recipe = recipes.service(dockerfile, config.service_base_image,
-                                 recipes.source_digest(config.repo, files),
-                                 wheels.constraints(config))
+        recipe = recipes.service(
+            dockerfile,
+            config.service_base_image,
+            recipes.source_digest(config.repo, files),
+            wheels.constraints(config),
+        )
         if self.up_to_date(SERVICE, recipe):
             return
         base = self.resolve_base(config.service_base_image)
         self.check_python(base)
         dest = wheels.service(config, files)
         wheels.complete_for(config, base.image, dest, config.run_dir / "service-wheels.log")
-        self.docker_build(SERVICE, "service/Dockerfile", recipe, base,
-                          [("service/Dockerfile", "service/Dockerfile"),
-                           (".wheels/service", ".wheels/service")])
+        self.docker_build(
+            SERVICE,
+            "service/Dockerfile",
+            recipe,
+            base,
+            [("service/Dockerfile", "service/Dockerfile"), (".wheels/service", ".wheels/service")],
+        )
 
     def redis(self) -> None:
         config = self.config
-        recipe = recipes.simple(config.images_dir / "service" / "redis.Dockerfile",
-                                config.redis_base_image)
+        recipe = recipes.simple(
+            config.images_dir / "service" / "redis.Dockerfile", config.redis_base_image
+        )
         if self.up_to_date(REDIS, recipe):
             return
         base = self.resolve_base(config.redis_base_image)
         dest = config.wheels_dir / "debs" / "redis"
         if base.image == OFFLINE_BASE:
             # redis-tools holds the server binary; the libraries are what minbase lacks
-            wheels.debs(config, dest, ["redis-server", "redis-tools", "libjemalloc2", "liblzf1",
-                                       "libatomic1"])
+            wheels.debs(
+                config,
+                dest,
+                ["redis-server", "redis-tools", "libjemalloc2", "liblzf1", "libatomic1"],
+            )
         else:
             wheels.fresh(dest)
-        self.docker_build(REDIS, "service/redis.Dockerfile", recipe, base,
-                          [("service/redis.Dockerfile", "service/redis.Dockerfile"),
-                           (".wheels/debs/redis", ".wheels/debs/redis")])
+        self.docker_build(
+            REDIS,
+            "service/redis.Dockerfile",
+            recipe,
+            base,
+            [
+                ("service/redis.Dockerfile", "service/redis.Dockerfile"),
+                (".wheels/debs/redis", ".wheels/debs/redis"),
+            ],
+        )
 
     def judge(self) -> None:
         config = self.config
         llama, smollm = pins.LLAMA_VERSION, pins.SMOLLM_VERSION
-        recipe = recipes.simple(config.images_dir / "service" / "judge.Dockerfile",
-                                config.service_base_image, f"{llama} {smollm}")
+        recipe = recipes.simple(
+            config.images_dir / "service" / "judge.Dockerfile",
+            config.service_base_image,
+            f"{llama} {smollm}",
+        )
         if self.up_to_date(JUDGE, recipe):
             return
         base = self.resolve_base(config.service_base_image)
@@ -193,10 +246,17 @@ class Builder:
         dest = wheels.judge(config, llama, smollm)
         wheels.complete_for(config, base.image, dest, config.run_dir / "judge-wheels.log")
         wheels.debs(config, config.wheels_dir / "debs" / "judge", ["libgomp1"])
-        self.docker_build(JUDGE, "service/judge.Dockerfile", recipe, base,
-                          [("service/judge.Dockerfile", "service/judge.Dockerfile"),
-                           (".wheels/judge", ".wheels/judge"),
-                           (".wheels/debs/judge", ".wheels/debs/judge")])
+        self.docker_build(
+            JUDGE,
+            "service/judge.Dockerfile",
+            recipe,
+            base,
+            [
+                ("service/judge.Dockerfile", "service/judge.Dockerfile"),
+                (".wheels/judge", ".wheels/judge"),
+                (".wheels/debs/judge", ".wheels/debs/judge"),
+            ],
+        )
 
 
 @contextmanager
@@ -208,8 +268,12 @@ def _exclusive(lock: Path) -> Iterator[None]:
         yield
 
 
-def build(targets: Sequence[str] = DEFAULT_TARGETS, *, force: bool = False,
-          config: BuildConfig | None = None) -> None:
+def build(
+    targets: Sequence[str] = DEFAULT_TARGETS,
+    *,
+    force: bool = False,
+    config: BuildConfig | None = None,
+) -> None:
     """Build the named images (see IMAGES) in order; raise ImageBuildError on the first
     that fails. With `force`, rebuild without the layer cache even when up to date (the
     offline base is kept: images/base/bootstrap.sh rebuilds it)."""
@@ -219,9 +283,12 @@ def build(targets: Sequence[str] = DEFAULT_TARGETS, *, force: bool = False,
     engine.require_docker()
     config = config or BuildConfig.from_env()
     builder = Builder(config, force=force)
-    steps: dict[str, Callable[[], None]] = {"sandbox": builder.sandbox,
-                                           "service": builder.service,
-                                           "redis": builder.redis, "judge": builder.judge}
+    steps: dict[str, Callable[[], None]] = {
+        "sandbox": builder.sandbox,
+        "service": builder.service,
+        "redis": builder.redis,
+        "judge": builder.judge,
+    }
     with _exclusive(config.run_dir / "images.lock"):
         for target in targets:
             steps[target]()

@@ -1,6 +1,6 @@
 """What an image build is told by its environment, read once; and its one error type.
 
-    ImageBuildError       a build step failed; `detail` holds the tail of its log
+ImageBuildError       a build step failed; `detail` holds the tail of its log
 """
 
 from __future__ import annotations
@@ -66,13 +66,15 @@ class BuildConfig:
         return self.repo / ".run"
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ,
-                 repo: Path = REPO_ROOT) -> BuildConfig:
+    def from_env(
+        cls, environ: Mapping[str, str] = os.environ, repo: Path = REPO_ROOT
+    ) -> BuildConfig:
         pip = tuple(shlex.split(environ.get("PIP", ""))) or _default_pip(repo)
         host = _python_version(pip)
         cache = environ.get("PROCTOR_WHEEL_CACHE") or str(
             Path(environ.get("XDG_CACHE_HOME") or Path(environ.get("HOME", "~")) / ".cache")
-            / "proctor-wheels")
+            / "proctor-wheels"
+        )
         try:
             timeout = float(environ.get("PULL_TIMEOUT", "20"))
         except ValueError as err:
@@ -81,8 +83,7 @@ class BuildConfig:
         return cls(
             repo=repo,
             base_image=environ.get("BASE_IMAGE") or "python:3.12-slim",
-            service_base_image=environ.get("SERVICE_BASE_IMAGE")
-            or f"python:{host}-slim-bookworm",
+            service_base_image=environ.get("SERVICE_BASE_IMAGE") or f"python:{host}-slim-bookworm",
             redis_base_image=environ.get("REDIS_BASE_IMAGE") or "redis:7-bookworm",
             sandbox_packages=environ.get("SANDBOX_PY_PACKAGES") or "pytest>=8",
             pip=pip,
@@ -109,8 +110,9 @@ def _python_version(pip: tuple[str, ...]) -> str:
     """
     for python in (pip[0], "python3", sys.executable):
         try:
-            done = subprocess.run([python, "-c", _VERSION], capture_output=True, text=True,
-                                  check=False)
+            done = subprocess.run(
+                [python, "-c", _VERSION], capture_output=True, text=True, check=False
+            )
         except OSError:
             continue
         if done.returncode == 0 and done.stdout.strip():

@@ -26,8 +26,12 @@ def require_docker() -> None:
 
 
 def _inspect(image: str, template: str) -> str | None:
-    done = subprocess.run(["docker", "image", "inspect", "-f", template, image],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["docker", "image", "inspect", "-f", template, image],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return done.stdout.strip() if done.returncode == 0 else None
 
 
@@ -48,8 +52,9 @@ def size_bytes(image: str) -> int:
 def pull(image: str, timeout_s: float) -> bool:
     """Pull within the timeout; False when the registry does not deliver in time."""
     try:
-        done = subprocess.run(["docker", "pull", "-q", image], capture_output=True,
-                              timeout=timeout_s, check=False)
+        done = subprocess.run(
+            ["docker", "pull", "-q", image], capture_output=True, timeout=timeout_s, check=False
+        )
     except subprocess.TimeoutExpired:
         return False
     return done.returncode == 0
@@ -57,14 +62,29 @@ def pull(image: str, timeout_s: float) -> bool:
 
 def python_version(image: str) -> str | None:
     """major.minor of the image's python3, run with no network; None if it has none."""
-    done = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint",
-                           "python3", image, "-c", _PY_VERSION],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--entrypoint",
+            "python3",
+            image,
+            "-c",
+            _PY_VERSION,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def run_python_on_tar(image: str, script: str, root: Path,
-                      args: Sequence[str] = ()) -> subprocess.CompletedProcess[bytes]:
+def run_python_on_tar(
+    image: str, script: str, root: Path, args: Sequence[str] = ()
+) -> subprocess.CompletedProcess[bytes]:
     """Run `python3 -c script` in the image, offline, with `root` as a tar on its stdin.
 
     The files go in on stdin, not by a bind mount, so this works from a container too.
@@ -72,14 +92,34 @@ def run_python_on_tar(image: str, script: str, root: Path,
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
         tar.add(root, arcname=".")
-    command = ["docker", "run", "-i", "--rm", "--network", "none", "--entrypoint", "python3",
-               image, "-c", script, *args]
+    command = [
+        "docker",
+        "run",
+        "-i",
+        "--rm",
+        "--network",
+        "none",
+        "--entrypoint",
+        "python3",
+        image,
+        "-c",
+        script,
+        *args,
+    ]
     return subprocess.run(command, input=buffer.getvalue(), capture_output=True, check=False)
 
 
-def build(*, image: str, dockerfile: str, context: Sequence[tuple[Path, str]],
-          build_args: dict[str, str], labels: dict[str, str], network: str,
-          no_cache: bool, log: Path) -> bool:
+def build(
+    *,
+    image: str,
+    dockerfile: str,
+    context: Sequence[tuple[Path, str]],
+    build_args: dict[str, str],
+    labels: dict[str, str],
+    network: str,
+    no_cache: bool,
+    log: Path,
+) -> bool:
     """`docker build` of a context streamed as a tar of exactly (path, name in the context).
 
     No .dockerignore: the context is what the Dockerfile needs and nothing else. The build's
@@ -93,8 +133,12 @@ def build(*, image: str, dockerfile: str, context: Sequence[tuple[Path, str]],
     for key, value in labels.items():
         command += ["--label", f"{key}={value}"]
     command += ["-f", dockerfile, "-t", image, "-"]
-    with log.open("wb") as out, subprocess.Popen(command, stdin=subprocess.PIPE, stdout=out,
-                                                 stderr=subprocess.STDOUT) as proc:
+    with (
+        log.open("wb") as out,
+        subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT
+        ) as proc,
+    ):
         assert proc.stdin is not None
         _write_tar(proc.stdin, context)
         return proc.wait() == 0
@@ -112,8 +156,10 @@ def _write_tar(stream: IO[bytes], members: Sequence[tuple[Path, str]]) -> None:
     build's exit status and log are."""
     # GNU format, as GNU tar writes: no PAX header before the first member, where the
     # docker CLI looks to tell a context archive from a Dockerfile on stdin
-    with (contextlib.suppress(BrokenPipeError),
-          tarfile.open(fileobj=stream, mode="w|", format=tarfile.GNU_FORMAT) as tar):
+    with (
+        contextlib.suppress(BrokenPipeError),
+        tarfile.open(fileobj=stream, mode="w|", format=tarfile.GNU_FORMAT) as tar,
+    ):
         for path, name in members:
             tar.add(path, arcname=name)
     with contextlib.suppress(BrokenPipeError):

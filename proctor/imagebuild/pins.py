@@ -14,4 +14,3 @@ MODEL_ALIAS = "smollm2-135m"  # the model name the server answers to
 def line() -> str:
     """The pins as scripts/judge.sh reads them: `LLAMA_VERSION SMOLLM_VERSION MODEL_ALIAS`."""
     return f"{LLAMA_VERSION} {SMOLLM_VERSION} {MODEL_ALIAS}"
-

@@ -47,18 +47,33 @@ def source_files(repo: Path) -> list[str]:
     """The files a wheel of this checkout is built from: tracked and new ones, uncommitted
     edits included, deleted ones left out; sorted byte-wise."""
     done = subprocess.run(
-        ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
-         "--", *top_level_packages(repo), *PROJECT_FILES],
-        capture_output=True, check=True)
+        [
+            "git",
+            "-C",
+            str(repo),
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "--",
+            *top_level_packages(repo),
+            *PROJECT_FILES,
+        ],
+        capture_output=True,
+        check=True,
+    )
     names = {name.decode() for name in done.stdout.split(b"\0") if name}
-    return sorted((name for name in names if (repo / name).is_file()),
-                  key=lambda name: name.encode())
+    return sorted(
+        (name for name in names if (repo / name).is_file()), key=lambda name: name.encode()
+    )
 
 
 def source_digest(repo: Path, files: Iterable[str]) -> str:
     """The hash of the source: of `sha256sum`'s lines for each file (hash, two spaces, path)."""
-    listing = "".join(f"{hashlib.sha256((repo / name).read_bytes()).hexdigest()}  {name}\n"
-                      for name in files)
+    listing = "".join(
+        f"{hashlib.sha256((repo / name).read_bytes()).hexdigest()}  {name}\n" for name in files
+    )
     return digest([listing.encode()])
 
 

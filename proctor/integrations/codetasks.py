@@ -219,13 +219,19 @@ def _cases(spec: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]], str | No
         raise GroundTruthError(f"{len(inputs)} inputs but {len(outputs)} outputs")
     fn_name = spec.get("fn_name")
     if fn_name:
-        calls = [{"args": _call_args(i), "expected": _json_value(o)} for i, o in zip(
-            inputs, outputs, strict=True)]
+        calls = [
+            {"args": _call_args(i), "expected": _json_value(o)}
+            for i, o in zip(inputs, outputs, strict=True)
+        ]
         return "call", calls, str(fn_name)
-    return "stdio", [
-        {"stdin": _text_or_none(i), "expected": _text_or_none(o)}
-        for i, o in zip(inputs, outputs, strict=True)
-    ], None
+    return (
+        "stdio",
+        [
+            {"stdin": _text_or_none(i), "expected": _text_or_none(o)}
+            for i, o in zip(inputs, outputs, strict=True)
+        ],
+        None,
+    )
 
 
 @cache
@@ -316,7 +322,6 @@ def case_counts(result: EpisodeResult) -> tuple[int, int]:
     """(passed, total) over the cases that ran."""
     counted = [t for t in result.tests if t.outcome is not TestOutcome.skipped]
     return sum(t.outcome is TestOutcome.passed for t in counted), len(counted)
-
 
 
 # ---------------------------------------------------------------------------- running many

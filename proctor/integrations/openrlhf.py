@@ -99,8 +99,11 @@ def build_episodes(
             if label is None:
                 raise GroundTruthError("the sample has no label (set --label_key to the task)")
             code = extract_code(response_text(query, prompt))
-            built.append(episode_for(resolve_label(label, catalog), code, options,
-                                     metadata={"trainer": "openrlhf"}))
+            built.append(
+                episode_for(
+                    resolve_label(label, catalog), code, options, metadata={"trainer": "openrlhf"}
+                )
+            )
         except GroundTruthError as exc:
             built.append(exc)
     return built
@@ -169,8 +172,11 @@ def reward_func(
     outcomes: list[Sample] = []
     if episodes:
         with Client(service.url, token=service.token, transport=transport) as client:
-            outcomes = list(run_episodes(
-                client, episodes, timeout_s=float(kwargs.get("timeout_s", DEFAULT_TIMEOUT_S))))
+            outcomes = list(
+                run_episodes(
+                    client, episodes, timeout_s=float(kwargs.get("timeout_s", DEFAULT_TIMEOUT_S))
+                )
+            )
     ordered = iter(outcomes)
     bad = iter(samples)
     merged = [next(ordered) if isinstance(b, EpisodeCreate) else next(bad) for b in built]
@@ -221,8 +227,11 @@ class ProctorAgentSession:
 
     async def reset(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         label = resolve_label(states.get("label"), task_catalog())
-        self._task = TaskSpec.model_validate_json(label) if isinstance(label, str) \
+        self._task = (
+            TaskSpec.model_validate_json(label)
+            if isinstance(label, str)
             else TaskSpec.model_validate(label)
+        )
         return {"observation": states["observation"]}
 
     async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -243,11 +252,15 @@ class ProctorAgentSession:
     async def _run(self, states: dict[str, Any], command: str) -> dict[str, Any]:
         if self._episode_id is None:
             assert self._task is not None, "reset() first"
-            created = await self._client.create(EpisodeCreate(
-                task=self._task, mode=EpisodeMode.interactive, metadata={"trainer": "openrlhf"}))
+            created = await self._client.create(
+                EpisodeCreate(
+                    task=self._task, mode=EpisodeMode.interactive, metadata={"trainer": "openrlhf"}
+                )
+            )
             self._episode_id = created.id
         step = await self._client.act(
-            self._episode_id, BashAction(command=command, timeout_s=self._command_timeout_s))
+            self._episode_id, BashAction(command=command, timeout_s=self._command_timeout_s)
+        )
         if step.done:  # the service ended it (its budget ran out): collect the result
             return await self._finish(states)
         return self._answer(states, _shown(step.observation), 0.0, done=False)

@@ -83,10 +83,10 @@ def make_reward_func(
         verdicts = [""] * len(completions)
         if pending:
             service = _env.service(url, token)
-            async with AsyncClient(service.url, token=service.token,
-                                   transport=transport) as client:
+            async with AsyncClient(service.url, token=service.token, transport=transport) as client:
                 outcomes = await run_episodes_async(
-                    client, [e for _, e in pending], timeout_s=timeout_s)
+                    client, [e for _, e in pending], timeout_s=timeout_s
+                )
             for (i, _), outcome in zip(pending, outcomes, strict=True):
                 if isinstance(outcome, EpisodeResult):
                     rewards[i] = outcome.reward  # None when our infrastructure failed

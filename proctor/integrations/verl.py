@@ -76,7 +76,14 @@ log = logging.getLogger(__name__)
 
 TOOL_REWARD = "proctor:tool_reward"
 RESULT_KEYS = (
-    "score", "acc", "verdict", "tests_passed", "tests_total", "infra_error", "episode_id", "error",
+    "score",
+    "acc",
+    "verdict",
+    "tests_passed",
+    "tests_total",
+    "infra_error",
+    "episode_id",
+    "error",
 )
 DEFAULT_TIMEOUT_S = 300.0
 
@@ -123,8 +130,9 @@ def _episode(
     metadata = {"trainer": "verl", "data_source": str(data_source)[:200]}
     if isinstance(extra_info, Mapping) and "index" in extra_info:
         metadata["index"] = str(extra_info["index"])[:200]
-    return episode_for(ground_truth, extract_code(solution_str or ""), config.options,
-                       metadata=metadata)
+    return episode_for(
+        ground_truth, extract_code(solution_str or ""), config.options, metadata=metadata
+    )
 
 
 def _row(outcome: Outcome | GroundTruthError, config: _Config) -> dict[str, Any]:
@@ -132,9 +140,14 @@ def _row(outcome: Outcome | GroundTruthError, config: _Config) -> dict[str, Any]
     if isinstance(outcome, EpisodeResult) and outcome.reward is not None:
         passed, total = case_counts(outcome)
         return {
-            "score": float(outcome.reward), "acc": float(bool(outcome.passed)),
-            "verdict": str(outcome.verdict or ""), "tests_passed": passed, "tests_total": total,
-            "infra_error": 0.0, "episode_id": outcome.id, "error": "",
+            "score": float(outcome.reward),
+            "acc": float(bool(outcome.passed)),
+            "verdict": str(outcome.verdict or ""),
+            "tests_passed": passed,
+            "tests_total": total,
+            "infra_error": 0.0,
+            "episode_id": outcome.id,
+            "error": "",
         }
     if isinstance(outcome, GroundTruthError):
         # the data is wrong, not the answer: say so loudly, but keep training
@@ -155,8 +168,13 @@ def _failed_row(
     score: float, verdict: Verdict | None, episode_id: str, error: str, *, infra: bool = False
 ) -> dict[str, Any]:
     return {
-        "score": score, "acc": 0.0, "verdict": str(verdict or ""), "tests_passed": 0,
-        "tests_total": 0, "infra_error": 1.0 if infra else 0.0, "episode_id": episode_id,
+        "score": score,
+        "acc": 0.0,
+        "verdict": str(verdict or ""),
+        "tests_passed": 0,
+        "tests_total": 0,
+        "infra_error": 1.0 if infra else 0.0,
+        "episode_id": episode_id,
         "error": error[:500],
     }
 
@@ -169,8 +187,14 @@ def _tool_row(extra_info: Any) -> dict[str, Any]:
         return _failed_row(0.0, Verdict.failed, "", "the trajectory never submitted")
     score = submitted[-1]
     return {
-        "score": score, "acc": float(score >= 1.0), "verdict": "", "tests_passed": 0,
-        "tests_total": 0, "infra_error": 0.0, "episode_id": "", "error": "",
+        "score": score,
+        "acc": float(score >= 1.0),
+        "verdict": "",
+        "tests_passed": 0,
+        "tests_total": 0,
+        "infra_error": 0.0,
+        "episode_id": "",
+        "error": "",
     }
 
 
@@ -200,8 +224,11 @@ def compute_score(
 ) -> dict[str, Any]:
     """verl's reward function signature; runs the sample as one Proctor episode."""
     return compute_score_batch(
-        data_sources=[data_source], solution_strs=[solution_str], ground_truths=[ground_truth],
-        extra_infos=[extra_info], **kwargs,
+        data_sources=[data_source],
+        solution_strs=[solution_str],
+        ground_truths=[ground_truth],
+        extra_infos=[extra_info],
+        **kwargs,
     )[0]
 
 
@@ -267,7 +294,6 @@ async def compute_score_async(
     return _row(outcome, config)
 
 
-
 # ------------------------------------------------------------------------ the multi-turn tool
 
 TOOL_ACTIONS = ("bash", "write_file", "read_file", "submit")
@@ -276,15 +302,24 @@ TOOL_ACTIONS = ("bash", "write_file", "read_file", "submit")
 MAX_TRAJECTORIES = 10_000
 _STRING = "string"
 _SCHEMAS: dict[str, tuple[str, dict[str, dict[str, str]], list[str]]] = {
-    "bash": ("Run a bash command in the task's sandbox and see its output.",
-             {"command": {"type": _STRING, "description": "the command to run"}}, ["command"]),
-    "write_file": ("Write a file in the workspace.",
-                   {"path": {"type": _STRING, "description": "path relative to the workspace"},
-                    "content": {"type": _STRING, "description": "the whole new content"}},
-                   ["path", "content"]),
-    "read_file": ("Read a file of the workspace.",
-                  {"path": {"type": _STRING, "description": "path relative to the workspace"}},
-                  ["path"]),
+    "bash": (
+        "Run a bash command in the task's sandbox and see its output.",
+        {"command": {"type": _STRING, "description": "the command to run"}},
+        ["command"],
+    ),
+    "write_file": (
+        "Write a file in the workspace.",
+        {
+            "path": {"type": _STRING, "description": "path relative to the workspace"},
+            "content": {"type": _STRING, "description": "the whole new content"},
+        },
+        ["path", "content"],
+    ),
+    "read_file": (
+        "Read a file of the workspace.",
+        {"path": {"type": _STRING, "description": "path relative to the workspace"}},
+        ["path"],
+    ),
     "submit": ("Submit the work for grading. The episode ends.", {}, []),
 }
 
@@ -401,8 +436,9 @@ class _ProctorToolMixin:
     def __init__(self, config: dict[str, Any], tool_schema: Any = None) -> None:
         self._action = str(config.get("action", "bash"))
         if self._action not in TOOL_ACTIONS:
-            raise ValueError(f"ProctorTool action must be one of {TOOL_ACTIONS}, "
-                             f"not {self._action!r}")
+            raise ValueError(
+                f"ProctorTool action must be one of {TOOL_ACTIONS}, not {self._action!r}"
+            )
         self._tasks: dict[str, Any] = {}
         super().__init__(config, tool_schema)  # type: ignore[call-arg]
 
@@ -412,12 +448,20 @@ class _ProctorToolMixin:
             return existing
         description, properties, required = _SCHEMAS[self._action]
         schema: Any = _verl_classes()[2]
-        return schema.model_validate({
-            "type": "function",
-            "function": {"name": self._action, "description": description,
-                         "parameters": {"type": "object", "properties": properties,
-                                        "required": required}},
-        })
+        return schema.model_validate(
+            {
+                "type": "function",
+                "function": {
+                    "name": self._action,
+                    "description": description,
+                    "parameters": {
+                        "type": "object",
+                        "properties": properties,
+                        "required": required,
+                    },
+                },
+            }
+        )
 
     def _client(self) -> AsyncClient:
         return _async_client(_config(self.config))
@@ -467,13 +511,18 @@ class _ProctorToolMixin:
                 return trajectories.episodes[key]
             task = self._tasks.get(instance_id) or self.config.get("task")
             if task is None:
-                raise ValueError("no task for this trajectory: set tools_kwargs.<tool>."
-                                 "create_kwargs.task in the dataset, or config.task")
+                raise ValueError(
+                    "no task for this trajectory: set tools_kwargs.<tool>."
+                    "create_kwargs.task in the dataset, or config.task"
+                )
             spec = TaskSpec.model_validate(json.loads(task) if isinstance(task, str) else task)
-            created = await client.create(EpisodeCreate(
-                task=spec, mode=EpisodeMode.interactive,
-                metadata={"trainer": "verl", "trajectory": key[:200]},
-            ))
+            created = await client.create(
+                EpisodeCreate(
+                    task=spec,
+                    mode=EpisodeMode.interactive,
+                    metadata={"trainer": "verl", "trajectory": key[:200]},
+                )
+            )
             trajectories.open(key, created.id)
             return created.id
 
@@ -488,8 +537,11 @@ class _ProctorToolMixin:
             trajectories.end(key)
         metrics = {"episode_id": result.id, "verdict": str(result.verdict or "")}
         if result.reward is None:  # our failure: verl cannot drop it, so count it apart
-            return _response("Submitted."), _config(self.config).infra_score, \
-                {**metrics, "infra_error": 1.0}
+            return (
+                _response("Submitted."),
+                _config(self.config).infra_score,
+                {**metrics, "infra_error": 1.0},
+            )
         return _response("Submitted."), float(result.reward), metrics
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
@@ -502,9 +554,15 @@ class _ProctorToolMixin:
 @cache
 def _tool_class() -> type:
     base = _verl_classes()[0]
-    return type("ProctorTool", (_ProctorToolMixin, base), {
-        "__module__": __name__, "__qualname__": "ProctorTool", "__doc__": _ProctorToolMixin.__doc__,
-    })
+    return type(
+        "ProctorTool",
+        (_ProctorToolMixin, base),
+        {
+            "__module__": __name__,
+            "__qualname__": "ProctorTool",
+            "__doc__": _ProctorToolMixin.__doc__,
+        },
+    )
 
 
 def __getattr__(name: str) -> Any:

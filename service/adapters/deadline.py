@@ -22,13 +22,13 @@ from service.errors import ApiError
 log = logging.getLogger(__name__)
 
 
-
 def _clamped(episode: EpisodeCreate, limit_s: float) -> EpisodeCreate:
     limits = episode.task.limits
     if limits.timeout_s <= limit_s:
         return episode
-    task = episode.task.model_copy(update={"limits": limits.model_copy(
-        update={"timeout_s": limit_s})})
+    task = episode.task.model_copy(
+        update={"limits": limits.model_copy(update={"timeout_s": limit_s})}
+    )
     return episode.model_copy(update={"task": task})
 
 
@@ -43,8 +43,13 @@ async def run_within(
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + deadline_s
-    limit_s = max(1.0, min(deadline_s - min(ADAPTER_START_MARGIN_S, 0.4 * deadline_s),
-                           resources.settings.max_episode_s))
+    limit_s = max(
+        1.0,
+        min(
+            deadline_s - min(ADAPTER_START_MARGIN_S, 0.4 * deadline_s),
+            resources.settings.max_episode_s,
+        ),
+    )
     slots: list[EpisodeResult | Exception | None] = []  # None: waits for its episode
     valid: list[EpisodeCreate] = []
     for item in items:

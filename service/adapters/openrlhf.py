@@ -56,12 +56,14 @@ async def reward(resources: Resources, request: RewardRequest, deadline_s: float
     """One reward per query, answered within `deadline_s` (and the deployment's max wait)."""
     catalog = await to_thread.run_sync(task_catalog, resources.settings.tasks_file)
     try:
-        built = openrlhf.build_episodes(request.query, request.prompts, request.labels,
-                                        catalog=catalog)
+        built = openrlhf.build_episodes(
+            request.query, request.prompts, request.labels, catalog=catalog
+        )
     except ValueError as exc:  # the lists differ in length: every sample says so, as data
         # errors (OpenRLHF wants one number per query, and the schema cannot say lengths)
-        built = [GroundTruthError(f"{exc}: prompts and labels must be as long as query")
-                 ] * len(request.query)
+        built = [GroundTruthError(f"{exc}: prompts and labels must be as long as query")] * len(
+            request.query
+        )
     deadline_s = min(deadline_s, resources.settings.max_wait_s)
     samples = await run_within(resources, list(built), deadline_s)
     return openrlhf.reward_body(samples)

@@ -72,9 +72,11 @@ class RunCodeRequest(BaseModel):
     stdin: str | None = Field(None, description="optional string to pass into stdin")
     language: str = Field("python", description="the language or execution mode")
     files: dict[str, str | None] = Field(
-        default_factory=dict, description="a dict from file path to base64 encoded content")
+        default_factory=dict, description="a dict from file path to base64 encoded content"
+    )
     fetch_files: list[str] = Field(
-        default_factory=list, description="not supported: always answered with no files")
+        default_factory=list, description="not supported: always answered with no files"
+    )
 
 
 class CommandRunResult(BaseModel):
@@ -103,7 +105,8 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
     if runner is None:
         raise UnsupportedRequest(
             f"language {request.language!r} is not available here; "
-            f"this deployment runs {', '.join(sorted(RUNNERS))}")
+            f"this deployment runs {', '.join(sorted(RUNNERS))}"
+        )
     code_file, command = runner
     files: dict[str, str] = {}
     for path, content in request.files.items():
@@ -130,8 +133,11 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
             image="python",
             files=files,
             tests=TestSpec(files=tests, command=command, format=TestFormat.exit_code),
-            limits=Limits(timeout_s=request.run_timeout, memory_mb=min(max(memory, 32), 16_384),
-                          output_bytes=output_bytes),
+            limits=Limits(
+                timeout_s=request.run_timeout,
+                memory_mb=min(max(memory, 32), 16_384),
+                output_bytes=output_bytes,
+            ),
         ),
         solution=Solution(files={code_file: request.code}),
         metadata={"trainer": "sandboxfusion", "language": request.language},
@@ -140,23 +146,36 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
 
 def run_code_response(outcome: EpisodeResult | Exception) -> RunCodeResponse:
     if not isinstance(outcome, EpisodeResult) or outcome.reward is None:
-        message = str(outcome) if not isinstance(outcome, EpisodeResult) else (
-            outcome.error or outcome.reason or f"the episode ended as {outcome.verdict}")
+        message = (
+            str(outcome)
+            if not isinstance(outcome, EpisodeResult)
+            else (outcome.error or outcome.reason or f"the episode ended as {outcome.verdict}")
+        )
         return RunCodeResponse(status=RunStatus.SandboxError, message=message)
     pod = outcome.sandbox.host
     time_s = outcome.timings.run_s
     if outcome.verdict is Verdict.timeout:
-        run = CommandRunResult(status=CommandRunStatus.TimeLimitExceeded, execution_time=time_s,
-                               stdout=outcome.stdout, stderr=outcome.stderr)
-        return RunCodeResponse(status=RunStatus.Failed, message="", run_result=run,
-                               executor_pod_name=pod)
+        run = CommandRunResult(
+            status=CommandRunStatus.TimeLimitExceeded,
+            execution_time=time_s,
+            stdout=outcome.stdout,
+            stderr=outcome.stderr,
+        )
+        return RunCodeResponse(
+            status=RunStatus.Failed, message="", run_result=run, executor_pod_name=pod
+        )
     code = outcome.exit_code
     if outcome.verdict is Verdict.cheat and code == 0:
         code = 1  # a cheat never passes, whatever it printed
     if outcome.verdict is Verdict.oom and code == 0:
         code = 137  # killed for memory, as a shell reports SIGKILL
-    run = CommandRunResult(status=CommandRunStatus.Finished, execution_time=time_s,
-                           return_code=code, stdout=outcome.stdout, stderr=outcome.stderr)
+    run = CommandRunResult(
+        status=CommandRunStatus.Finished,
+        execution_time=time_s,
+        return_code=code,
+        stdout=outcome.stdout,
+        stderr=outcome.stderr,
+    )
     status = RunStatus.Success if code == 0 else RunStatus.Failed
     return RunCodeResponse(status=status, message="", run_result=run, executor_pod_name=pod)
 
@@ -165,11 +184,16 @@ async def run_code(resources: Resources, request: RunCodeRequest) -> RunCodeResp
     """Run the program as an episode; SandboxFusion's answer, before verl's client gives up."""
     try:
         episode: EpisodeCreate | Exception = run_code_episode(
-            request, HostMaxima.of(resources.settings))
+            request, HostMaxima.of(resources.settings)
+        )
     except (UnsupportedRequest, ValueError) as exc:  # ValueError: pydantic refused a path
         return RunCodeResponse(status=RunStatus.SandboxError, message=str(exc))
-    deadline = (request.compile_timeout + request.run_timeout + SANDBOXFUSION_CLIENT_SLACK_S
-                - SANDBOXFUSION_ANSWER_MARGIN_S)
+    deadline = (
+        request.compile_timeout
+        + request.run_timeout
+        + SANDBOXFUSION_CLIENT_SLACK_S
+        - SANDBOXFUSION_ANSWER_MARGIN_S
+    )
     deadline = min(deadline, resources.settings.max_wait_s)
     [outcome] = await run_within(resources, [episode], deadline)
     return run_code_response(outcome)

@@ -25,8 +25,13 @@ class EpisodeBatchCreated(BaseModel):
 
 
 WaitSeconds = Annotated[
-    float, Query(ge=0, le=300, description="hold the request until done, at most this long "
-                 "(and at most the deployment's PROCTOR_MAX_WAIT_S: a longer wait is cut to it)")
+    float,
+    Query(
+        ge=0,
+        le=300,
+        description="hold the request until done, at most this long "
+        "(and at most the deployment's PROCTOR_MAX_WAIT_S: a longer wait is cut to it)",
+    ),
 ]
 
 
@@ -45,11 +50,15 @@ def created_response(outcome: EpisodeResult | EpisodeCreated) -> JSONResponse:
     "",
     operation_id="create_episode",
     status_code=status.HTTP_202_ACCEPTED,
-    responses={200: {"model": EpisodeResult, "description": "the episode ended within `wait`"},
-               201: {"model": EpisodeCreated,
-                     "description": "an interactive episode is running: its first observation"},
-               202: {"model": EpisodeCreated, "description": "queued (or still starting)"},
-               **error_responses(400, 401, 404, 413, 422, 429, 503)},
+    responses={
+        200: {"model": EpisodeResult, "description": "the episode ended within `wait`"},
+        201: {
+            "model": EpisodeCreated,
+            "description": "an interactive episode is running: its first observation",
+        },
+        202: {"model": EpisodeCreated, "description": "queued (or still starting)"},
+        **error_responses(400, 401, 404, 413, 422, 429, 503),
+    },
 )
 async def create_episode(
     request: EpisodeCreate, resources: ResourcesDep, wait: WaitSeconds = 0
@@ -70,15 +79,23 @@ async def create_episodes(
     return EpisodeBatchCreated(ids=await episodes.create_batch(resources, batch.episodes))
 
 
-@router.get("/{episode_id}", operation_id="get_episode", response_model=EpisodeResult,
-            responses=error_responses(401, 404, 422, 503))
+@router.get(
+    "/{episode_id}",
+    operation_id="get_episode",
+    response_model=EpisodeResult,
+    responses=error_responses(401, 404, 422, 503),
+)
 async def get_episode(
     episode_id: str, resources: ResourcesDep, wait: WaitSeconds = 0
 ) -> EpisodeResult:
     return await episodes.get(resources, episode_id, wait_s=wait)
 
 
-@router.delete("/{episode_id}", operation_id="cancel_episode", response_model=EpisodeResult,
-               responses=error_responses(401, 404, 409, 422, 503))
+@router.delete(
+    "/{episode_id}",
+    operation_id="cancel_episode",
+    response_model=EpisodeResult,
+    responses=error_responses(401, 404, 409, 422, 503),
+)
 def cancel_episode(episode_id: str, resources: ResourcesDep) -> EpisodeResult:
     return episodes.cancel(resources, episode_id)

@@ -28,5 +28,6 @@ def readyz(resources: ResourcesDep) -> JSONResponse:
     """Ready when Redis answers, a worker has sent a heartbeat lately, and every image of
     the allowlist can be run by some live worker (an image can vanish after start)."""
     answer = readiness(resources)
-    return JSONResponse(answer.model_dump(mode="json"),
-                        status_code=200 if answer.status == "ready" else 503)
+    return JSONResponse(
+        answer.model_dump(mode="json"), status_code=200 if answer.status == "ready" else 503
+    )

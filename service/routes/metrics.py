@@ -13,10 +13,16 @@ router = APIRouter(tags=["health"])
 
 
 @router.get(
-    "/metrics", operation_id="metrics", response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}},
-                     "description": "Prometheus text exposition"},
-               **error_responses(503)},
+    "/metrics",
+    operation_id="metrics",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}},
+            "description": "Prometheus text exposition",
+        },
+        **error_responses(503),
+    },
 )
 def metrics(resources: ResourcesDep) -> Response:
     return Response(exposition(resources), media_type=CONTENT_TYPE_LATEST)

@@ -22,21 +22,34 @@ router = APIRouter(tags=["openrlhf"], dependencies=[AdapterAuthenticated])
 ADAPTER_ERRORS = error_responses(400, 401, 413, 422, 503)
 
 DeadlineSeconds = Annotated[
-    float, Query(gt=0, le=3600, description="answer within this long (OpenRLHF waits 180 s); "
-                 "at most the deployment's PROCTOR_MAX_WAIT_S")
+    float,
+    Query(
+        gt=0,
+        le=3600,
+        description="answer within this long (OpenRLHF waits 180 s); "
+        "at most the deployment's PROCTOR_MAX_WAIT_S",
+    ),
 ]
 
 
-@router.post("/openrlhf/reward", operation_id="openrlhf_reward", response_model=RewardResponse,
-             responses=ADAPTER_ERRORS)
+@router.post(
+    "/openrlhf/reward",
+    operation_id="openrlhf_reward",
+    response_model=RewardResponse,
+    responses=ADAPTER_ERRORS,
+)
 async def reward(
     request: RewardRequest, resources: ResourcesDep, deadline_s: DeadlineSeconds = 170.0
 ) -> Any:
     return await openrlhf.reward(resources, request, deadline_s)
 
 
-@router.post("/get_reward", operation_id="openrlhf_get_reward", response_model=RewardResponse,
-             responses=ADAPTER_ERRORS)
+@router.post(
+    "/get_reward",
+    operation_id="openrlhf_get_reward",
+    response_model=RewardResponse,
+    responses=ADAPTER_ERRORS,
+)
 async def get_reward(
     request: RewardRequest, resources: ResourcesDep, deadline_s: DeadlineSeconds = 170.0
 ) -> Any:

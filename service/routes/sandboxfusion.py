@@ -15,9 +15,13 @@ from service.errors import error_responses
 router = APIRouter(tags=["sandboxfusion"])
 
 
-@router.post("/run_code", operation_id="sandboxfusion_run_code", response_model=RunCodeResponse,
-             dependencies=[AdapterAuthenticated],
-             responses=error_responses(400, 401, 413, 422, 503))
+@router.post(
+    "/run_code",
+    operation_id="sandboxfusion_run_code",
+    response_model=RunCodeResponse,
+    dependencies=[AdapterAuthenticated],
+    responses=error_responses(400, 401, 413, 422, 503),
+)
 async def run_code(request: RunCodeRequest, resources: ResourcesDep) -> RunCodeResponse:
     return await sandboxfusion.run_code(resources, request)
 

@@ -26,15 +26,27 @@ def _screen_all(request: ScreenRequest) -> ScreenResponse:
     return ScreenResponse(verdicts=[screen(item.action, item.task) for item in request.items])
 
 
-@router.post("/screen", operation_id="screen", response_model=ScreenResponse,
-             responses=error_responses(400, 401, 413, 422))
+@router.post(
+    "/screen",
+    operation_id="screen",
+    response_model=ScreenResponse,
+    responses=error_responses(400, 401, 413, 422),
+)
 async def screen_actions(request: ScreenRequest) -> ScreenResponse:
     """Verdicts in the order of the items; nothing is executed."""
     return await to_thread.run_sync(_screen_all, request)
 
 
-@router.get("/rules", operation_id="list_rules", response_model=list[RulePublic],
-            responses=error_responses(401))
+@router.get(
+    "/rules",
+    operation_id="list_rules",
+    response_model=list[RulePublic],
+    responses=error_responses(401),
+)
 def list_rules() -> list[RulePublic]:
-    return [RulePublic(id=r.id, category=r.category, decision=str(r.decision),
-                       description=r.description) for r in RULES]
+    return [
+        RulePublic(
+            id=r.id, category=r.category, decision=str(r.decision), description=r.description
+        )
+        for r in RULES
+    ]

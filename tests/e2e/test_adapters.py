@@ -46,10 +46,15 @@ def test_verl_scores_a_batch_of_every_format(service_url: str) -> None:
             "{not json",
         ],
         extra_infos=[{"index": i} for i in range(4)],
-        proctor_url=service_url, scoring="partial",
+        proctor_url=service_url,
+        scoring="partial",
     )
     assert [(r["score"], r["tests_passed"], r["tests_total"]) for r in rows] == [
-        (1.0, 2, 2), (0.5, 1, 2), (1.0, 2, 2), (0.0, 0, 0)]
+        (1.0, 2, 2),
+        (0.5, 1, 2),
+        (1.0, 2, 2),
+        (0.0, 0, 0),
+    ]
     assert [r["verdict"] for r in rows[:3]] == ["passed", "failed", "passed"]
     assert rows[3]["error"].startswith("ground truth:")
     assert all(r["infra_error"] == 0.0 for r in rows)
@@ -59,16 +64,23 @@ async def test_the_verl_tool_runs_a_trajectory_in_one_episode(service_url: str) 
     config = {"type": "native", "proctor_url": service_url}
     bash = verl.ProctorTool({**config, "action": "bash"}, None)
     submit = verl.ProctorTool({**config, "action": "submit"}, None)
-    task = {"files": {"calc.py": "def add(a, b):\n    return 0\n"},
-            "tests": {"files": {"test_calc.py": "from calc import add\n\n"
-                                                 "def test_add():\n    assert add(2, 3) == 5\n"}}}
+    task = {
+        "files": {"calc.py": "def add(a, b):\n    return 0\n"},
+        "tests": {
+            "files": {
+                "test_calc.py": "from calc import add\n\n"
+                "def test_add():\n    assert add(2, 3) == 5\n"
+            }
+        },
+    }
     trajectory = SimpleNamespace(request_id="e2e-trajectory")
 
     async def call(tool: object, arguments: dict[str, str]) -> tuple[object, object]:
         instance_id, _ = await tool.create(create_kwargs={"task": task})  # type: ignore[attr-defined]
         try:
             response, reward, _ = await tool.execute(  # type: ignore[attr-defined]
-                instance_id, arguments, agent_data=trajectory)
+                instance_id, arguments, agent_data=trajectory
+            )
         finally:
             await tool.release(instance_id)  # type: ignore[attr-defined]
         return response.text, reward  # type: ignore[attr-defined]
@@ -91,8 +103,9 @@ def test_openrlhf_posts_get_a_reward_for_every_query(http: httpx.Client) -> None
     assert body["extra_logs"]["infra_error"] == [0.0, 0.0]
     assert [d["verdict"] for d in body["proctor"]] == ["passed", "failed"]
     # the path of OpenRLHF's own reward server; labels that are not tasks still get a number
-    response = http.post("/get_reward", json={"query": ["x"], "prompts": [""],
-                                               "labels": ["no-such-task-id"]})
+    response = http.post(
+        "/get_reward", json={"query": ["x"], "prompts": [""], "labels": ["no-such-task-id"]}
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["rewards"] == [0.0]
@@ -112,16 +125,26 @@ def test_openrlhf_gets_its_answer_before_its_deadline(http: httpx.Client) -> Non
     assert body["proctor"][0]["verdict"] == "timeout"
 
 
-@pytest.mark.parametrize(("status", "verdict", "reward"), [
-    (EpisodeStatus.running, Verdict.timeout, 0.0),  # it ran out of the trainer's time
-    (EpisodeStatus.queued, Verdict.infra_error, None),  # it never got a sandbox: our failure
-])
+@pytest.mark.parametrize(
+    ("status", "verdict", "reward"),
+    [
+        (EpisodeStatus.running, Verdict.timeout, 0.0),  # it ran out of the trainer's time
+        (EpisodeStatus.queued, Verdict.infra_error, None),  # it never got a sandbox: our failure
+    ],
+)
 def test_an_episode_past_the_deadline_is_ended_for_good(
     redis_client: redis.Redis, status: EpisodeStatus, verdict: Verdict, reward: float | None
 ) -> None:
     store = EpisodeStore(redis_client)
-    resources = Resources(settings=None, redis=redis_client, aredis=None, store=store,  # type: ignore[arg-type]
-                          queue=None, events=None, replies=None)  # type: ignore[arg-type]
+    resources = Resources(
+        settings=None,
+        redis=redis_client,
+        aredis=None,
+        store=store,  # type: ignore[arg-type]
+        queue=None,
+        events=None,
+        replies=None,
+    )  # type: ignore[arg-type]
     episode_id = new_episode_id()
     pipe = redis_client.pipeline()
     store.add(pipe, episode_id, EpisodeCreate.model_validate(episode("print(1)")))
@@ -136,16 +159,24 @@ def test_an_episode_past_the_deadline_is_ended_for_good(
     assert end_at_deadline(resources, episode_id) == ended
 
 
-@pytest.mark.parametrize(("script", "expected"), [
-    ("verl_reward.py", "batch    [(1.0, 'passed', 2, 2), (1.0, 'passed', 1, 1)]"),
-    ("openrlhf_reward_func.py", "HTTP        [1.0] [1.0]"),
-    ("openrlhf_agent.py", "reward=1.0 done=True"),
-    ("trl_grpo.py", "rewards [1.0, 0.0, 1.0]"),
-])
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        ("verl_reward.py", "batch    [(1.0, 'passed', 2, 2), (1.0, 'passed', 1, 1)]"),
+        ("openrlhf_reward_func.py", "HTTP        [1.0] [1.0]"),
+        ("openrlhf_agent.py", "reward=1.0 done=True"),
+        ("trl_grpo.py", "rewards [1.0, 0.0, 1.0]"),
+    ],
+)
 def test_the_examples_run(service_url: str, script: str, expected: str) -> None:
     run = subprocess.run(
         [sys.executable, str(REPO_ROOT / "examples" / script)],
-        env={**os.environ, "PROCTOR_URL": service_url}, cwd=REPO_ROOT,
-        capture_output=True, text=True, timeout=180, check=False)
+        env={**os.environ, "PROCTOR_URL": service_url},
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert expected in run.stdout, run.stdout

@@ -28,12 +28,21 @@ def deployment(
     docker_ready: None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[httpx.Client, str]]:
     log = tmp_path_factory.mktemp("admission") / "service.log"
-    with claimed_database() as redis_url, running_service(
-        redis_url, log, PROCTOR_MAX_MEMORY_MB="512", PROCTOR_MAX_PIDS="128",
-        PROCTOR_MAX_DISK_MB="256", PROCTOR_MAX_OUTPUT_BYTES="65536",
-        PROCTOR_MAX_EPISODE_S=str(EPISODE_S),
-        PROCTOR_WORKER_CONCURRENCY="1", PROCTOR_POOL_SIZE="0",
-    ) as url, httpx.Client(base_url=url, timeout=120) as client:
+    with (
+        claimed_database() as redis_url,
+        running_service(
+            redis_url,
+            log,
+            PROCTOR_MAX_MEMORY_MB="512",
+            PROCTOR_MAX_PIDS="128",
+            PROCTOR_MAX_DISK_MB="256",
+            PROCTOR_MAX_OUTPUT_BYTES="65536",
+            PROCTOR_MAX_EPISODE_S=str(EPISODE_S),
+            PROCTOR_WORKER_CONCURRENCY="1",
+            PROCTOR_POOL_SIZE="0",
+        ) as url,
+        httpx.Client(base_url=url, timeout=120) as client,
+    ):
         yield client, redis_url
 
 
@@ -59,22 +68,29 @@ def with_actions(body: dict[str, Any], actions: list[dict[str, Any]]) -> dict[st
 
 
 OVERSIZE: list[tuple[str, dict[str, Any], str]] = [
-    ("memory", episode(ADD, memory_mb=16_384),
-     "task.limits.memory_mb 16384 is over this deployment's maximum of 512 (PROCTOR_MAX_MEMORY_MB)"),
+    (
+        "memory",
+        episode(ADD, memory_mb=16_384),
+        "task.limits.memory_mb 16384 is over this deployment's maximum of 512 (PROCTOR_MAX_MEMORY_MB)",
+    ),
     ("pids", episode(ADD, pids=4096), "maximum of 128 (PROCTOR_MAX_PIDS)"),
     ("disk", episode(ADD, disk_mb=8192), "maximum of 256 (PROCTOR_MAX_DISK_MB)"),
-    ("output", episode(ADD, output_bytes=65_537),
-     "maximum of 65536 (PROCTOR_MAX_OUTPUT_BYTES)"),
+    ("output", episode(ADD, output_bytes=65_537), "maximum of 65536 (PROCTOR_MAX_OUTPUT_BYTES)"),
     ("timeout", episode(ADD, timeout_s=31), "maximum of 30 s (PROCTOR_MAX_EPISODE_S)"),
-    ("action timeout", with_actions(episode(ADD), sleeps(256, 3600)),
-     "solution.actions.0.timeout_s 3600 s is over this deployment's maximum of 30 s "
-     "(PROCTOR_MAX_EPISODE_S), and so are 255 more actions"),
-    ("summed time", with_actions(episode(ADD, timeout_s=10), sleeps(3, 7)),
-     "timeouts add up to 31 s"),
+    (
+        "action timeout",
+        with_actions(episode(ADD), sleeps(256, 3600)),
+        "solution.actions.0.timeout_s 3600 s is over this deployment's maximum of 30 s "
+        "(PROCTOR_MAX_EPISODE_S), and so are 255 more actions",
+    ),
+    (
+        "summed time",
+        with_actions(episode(ADD, timeout_s=10), sleeps(3, 7)),
+        "timeouts add up to 31 s",
+    ),
 ]
 if CPUS < 16:  # the issue's `cpus: 16` on a 2-core host, which Docker refused as infra_error
-    OVERSIZE.append(("cpus", episode(ADD, cpus=CPUS + 1),
-                     f"maximum of {CPUS} (PROCTOR_MAX_CPUS)"))
+    OVERSIZE.append(("cpus", episode(ADD, cpus=CPUS + 1), f"maximum of {CPUS} (PROCTOR_MAX_CPUS)"))
 
 
 @pytest.mark.parametrize(("name", "body", "message"), OVERSIZE, ids=[o[0] for o in OVERSIZE])
@@ -94,8 +110,10 @@ def test_a_request_beyond_the_host_is_422_naming_the_maximum(
 
 def test_a_request_at_exactly_every_maximum_runs(api: httpx.Client) -> None:
     # tests 10 s + two actions of 10 s: exactly PROCTOR_MAX_EPISODE_S
-    body = with_actions(episode(ADD, timeout_s=10, cpus=CPUS, **MAXIMA),
-                        [{"type": "bash", "command": "echo hi", "timeout_s": 10}] * 2)
+    body = with_actions(
+        episode(ADD, timeout_s=10, cpus=CPUS, **MAXIMA),
+        [{"type": "bash", "command": "echo hi", "timeout_s": 10}] * 2,
+    )
     response = api.post("/v1/episodes", params={"wait": 120}, json=body)
     assert response.status_code == 200, response.text
     result = response.json()
@@ -118,8 +136,9 @@ def test_a_repository_that_is_not_base64_is_422_naming_the_field(
 
 
 def test_sandboxfusion_answers_200_with_the_maximum_in_the_body(api: httpx.Client) -> None:
-    response = api.post("/run_code", json={"code": "print(1)", "language": "python",
-                                           "memory_limit_MB": 513})
+    response = api.post(
+        "/run_code", json={"code": "print(1)", "language": "python", "memory_limit_MB": 513}
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "SandboxError"
@@ -135,8 +154,10 @@ def test_openrlhf_scores_a_task_beyond_the_host_as_bad_data_not_infra(api: httpx
     tests = {"files": {"test_x.py": "def test_x():\n    pass\n"}}
     oversize = json.dumps({"tests": tests, "limits": {"memory_mb": 4096}})
     not_base64 = json.dumps({"tests": tests, "repo": {"archive": "%%%", "base_commit": "abcdef0"}})
-    response = api.post("/openrlhf/reward", json={"query": ["x", "x"], "prompts": ["", ""],
-                                                  "labels": [oversize, not_base64]})
+    response = api.post(
+        "/openrlhf/reward",
+        json={"query": ["x", "x"], "prompts": ["", ""], "labels": [oversize, not_base64]},
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["rewards"] == [0.0, 0.0]

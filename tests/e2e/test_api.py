@@ -29,8 +29,11 @@ def queued(redis_url: str) -> int:
 BAD_BODIES: list[tuple[str, Any, str]] = [
     ("malformed JSON", b"{not json", "JSON"),
     ("unknown field", {**episode(ADD), "colour": "red"}, "colour"),
-    ("unknown image", {**episode(ADD), "task": {**episode(ADD)["task"], "image": "cobol"}},
-     "unknown image"),
+    (
+        "unknown image",
+        {**episode(ADD), "task": {**episode(ADD)["task"], "image": "cobol"}},
+        "unknown image",
+    ),
     ("path traversal", {**episode(ADD), "solution": {"files": {"../evil.py": "x"}}}, "leaves"),
     ("absolute path", {**episode(ADD), "solution": {"files": {"/etc/x": "x"}}}, "absolute"),
     ("negative timeout", episode(ADD, timeout_s=-5), "timeout_s"),
@@ -46,8 +49,9 @@ def test_bad_requests_are_refused_and_nothing_is_queued(
 ) -> None:
     before = queued(redis_url)
     if isinstance(body, bytes):
-        response = http.post("/v1/episodes", content=body,
-                             headers={"content-type": "application/json"})
+        response = http.post(
+            "/v1/episodes", content=body, headers={"content-type": "application/json"}
+        )
     else:
         response = http.post("/v1/episodes", json=body)
     assert 400 <= response.status_code < 500, (name, response.text)
@@ -77,8 +81,9 @@ def test_wait_out_of_range_is_refused(http: httpx.Client) -> None:
 
 def test_batch_creates_all_in_order(http: httpx.Client) -> None:
     good, bad = ADD, "def add(a, b):\n    return 0\n"
-    response = http.post("/v1/episodes/batch",
-                         json={"episodes": [episode(good), episode(bad), episode(good)]})
+    response = http.post(
+        "/v1/episodes/batch", json={"episodes": [episode(good), episode(bad), episode(good)]}
+    )
     assert response.status_code == 202
     ids = response.json()["ids"]
     rewards = [http.get(f"/v1/episodes/{i}", params={"wait": 60}).json()["reward"] for i in ids]
@@ -132,7 +137,9 @@ def api_with_tokens(redis_url: str) -> Iterator[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "proctor.cli", "serve"],
         env=service_env(redis_url, port, PROCTOR_API_TOKENS="s3cret,other"),
-        cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
@@ -149,9 +156,14 @@ def api_with_small_queue() -> Iterator[tuple[str, str]]:
     with claimed_database() as redis_url:
         port = free_port()
         env = service_env(redis_url, port, PROCTOR_MAX_QUEUE_DEPTH="1", PROCTOR_DEDUP_TTL_S="0")
-        process = subprocess.Popen([sys.executable, "-m", "proctor.cli", "serve"], env=env,
-                                   cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "proctor.cli", "serve"],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             wait_ready(url, process, 30, path="/healthz")
@@ -182,12 +194,12 @@ def test_no_auth_in_the_local_default(http: httpx.Client) -> None:
     assert http.get("/v1/episodes/ep_x").status_code == 404
 
 
-
-
-
 def test_a_body_that_is_not_utf8_is_a_400_in_the_error_envelope(http: httpx.Client) -> None:
-    response = http.post("/v1/episodes", content=b'{"task": "\xff\xfe"}',
-                         headers={"content-type": "application/json"})
+    response = http.post(
+        "/v1/episodes",
+        content=b'{"task": "\xff\xfe"}',
+        headers={"content-type": "application/json"},
+    )
     assert response.status_code == 400, response.text
     assert set(response.json()) == {"error"} and response.json()["error"]["type"] == "BadRequest"
 
@@ -198,9 +210,14 @@ def api_without_workers() -> Iterator[tuple[str, str]]:
     with claimed_database() as redis_url:
         port = free_port()
         env = service_env(redis_url, port, PROCTOR_MAX_WAIT_S="1", PROCTOR_DEDUP_TTL_S="0")
-        process = subprocess.Popen([sys.executable, "-m", "proctor.cli", "serve"], env=env,
-                                   cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "proctor.cli", "serve"],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             wait_ready(url, process, 30, path="/healthz")
@@ -253,8 +270,11 @@ def test_an_image_no_live_worker_can_run_is_refused_and_turns_readyz_red(
 
 def test_openrlhf_lists_of_different_lengths_answer_each_query(http: httpx.Client) -> None:
     """The schema cannot say "as long as `query`": each sample says it, one number each."""
-    response = http.post("/openrlhf/reward", params={"deadline_s": 5},
-                         json={"query": ["a", "b"], "prompts": ["a"], "labels": None})
+    response = http.post(
+        "/openrlhf/reward",
+        params={"deadline_s": 5},
+        json={"query": ["a", "b"], "prompts": ["a"], "labels": None},
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["rewards"] == [0.0, 0.0]

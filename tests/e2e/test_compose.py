@@ -72,8 +72,15 @@ class Stack:
 
 
 def make(target: str, env: dict[str, str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["make", target], cwd=REPO_ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s)
+    result = subprocess.run(
+        ["make", target],
+        cwd=REPO_ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=timeout_s,
+    )
     sys.stderr.write(f"\n--- make {target} (exit {result.returncode})\n{result.stdout}\n")
     return result
 
@@ -81,8 +88,7 @@ def make(target: str, env: dict[str, str], timeout_s: float) -> subprocess.Compl
 def clean_environment() -> dict[str, str]:
     """The caller's environment without its Proctor and compose settings: a developer's
     PROCTOR_REDIS_URL or COMPOSE_PROFILES must not leak into the test stack."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("PROCTOR_", "COMPOSE_"))}
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PROCTOR_", "COMPOSE_"))}
 
 
 @pytest.fixture(scope="module")
@@ -96,12 +102,16 @@ def engine() -> Iterator[docker.DockerClient]:
 def stack(engine: docker.DockerClient) -> Iterator[Stack]:
     project = f"proctor-e2e-{uuid.uuid4().hex[:8]}"
     password = uuid.uuid4().hex
-    env = clean_environment() | STACK_SETTINGS | {
-        "PROCTOR_COMPOSE_PROJECT": project,
-        "PROCTOR_PORT": str(free_port()),
-        "PROCTOR_REDIS_PASSWORD": password,
-        "PROCTOR_UP_TIMEOUT_S": "180",
-    }
+    env = (
+        clean_environment()
+        | STACK_SETTINGS
+        | {
+            "PROCTOR_COMPOSE_PROJECT": project,
+            "PROCTOR_PORT": str(free_port()),
+            "PROCTOR_REDIS_PASSWORD": password,
+            "PROCTOR_UP_TIMEOUT_S": "180",
+        }
+    )
     redis_url = f"redis://:{password}@{project}-redis:6379/0"
     started = time.monotonic()
     try:
@@ -112,7 +122,9 @@ def stack(engine: docker.DockerClient) -> Iterator[Stack]:
         yield Stack(project, url, env, redis_url, time.monotonic() - started)
     finally:
         make("down", env, 120)
-        for volume in engine.volumes.list(filters={"label": f"com.docker.compose.project={project}"}):
+        for volume in engine.volumes.list(
+            filters={"label": f"com.docker.compose.project={project}"}
+        ):
             volume.remove(force=True)
 
 
@@ -126,12 +138,19 @@ def http(stack: Stack) -> Iterator[httpx.Client]:
 def repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A repository whose base commit has a bug; the hidden test wants it fixed."""
     path = tmp_path_factory.mktemp("repo")
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(path), "PATH": "/usr/bin:/bin"}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "HOME": str(path),
+        "PATH": "/usr/bin:/bin",
+    }
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=path, env=env, check=True, text=True,
-                              capture_output=True).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=path, env=env, check=True, text=True, capture_output=True
+        ).stdout.strip()
 
     git("init", "-q", "-b", "main")
     (path / "calc.py").write_text(BUGGY)
@@ -140,7 +159,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         archive.add(path, arcname=".")
-    return {"archive": base64.b64encode(buffer.getvalue()).decode(), "base": git("rev-parse", "HEAD")}
+    return {
+        "archive": base64.b64encode(buffer.getvalue()).decode(),
+        "base": git("rev-parse", "HEAD"),
+    }
 
 
 def interactive(repo: dict[str, str]) -> dict[str, Any]:
@@ -149,9 +171,11 @@ def interactive(repo: dict[str, str]) -> dict[str, Any]:
         "task": {
             "image": "python",
             "repo": {"archive": repo["archive"], "base_commit": repo["base"]},
-            "tests": {"files": {"tests/test_hidden.py": HIDDEN_TEST},
-                      "fail_to_pass": ["tests/test_hidden.py::test_add"],
-                      "command": "python3 -I -m pytest -q tests"},
+            "tests": {
+                "files": {"tests/test_hidden.py": HIDDEN_TEST},
+                "fail_to_pass": ["tests/test_hidden.py::test_add"],
+                "command": "python3 -I -m pytest -q tests",
+            },
             "limits": {"timeout_s": 30},
         },
     }
@@ -206,22 +230,33 @@ def wait_ready(stack: Stack, timeout_s: float = 60) -> dict[str, Any]:
 
 
 def service_containers(engine: docker.DockerClient, stack: Stack, service: str) -> list[Container]:
-    return list(engine.containers.list(all=True, filters={"label": [
-        f"com.docker.compose.project={stack.project}", f"com.docker.compose.service={service}"]}))
+    return list(
+        engine.containers.list(
+            all=True,
+            filters={
+                "label": [
+                    f"com.docker.compose.project={stack.project}",
+                    f"com.docker.compose.service={service}",
+                ]
+            },
+        )
+    )
 
 
 def redis_get(engine: docker.DockerClient, stack: Stack, key: str, field: str) -> str:
     """A field of an episode record, read in the stack's Redis (it is not published)."""
     (redis,) = service_containers(engine, stack, "redis")
     password = stack.env["PROCTOR_REDIS_PASSWORD"]
-    code, output = redis.exec_run(["redis-cli", "--no-auth-warning", "-a", password,
-                                   "HGET", key, field])
+    code, output = redis.exec_run(
+        ["redis-cli", "--no-auth-warning", "-a", password, "HGET", key, field]
+    )
     assert code == 0, output
     return str(output.decode().strip())
 
 
-def start_worker_host(engine: docker.DockerClient, stack: Stack, name: str, *,
-                      socket: bool = True, **env: str) -> Container:
+def start_worker_host(
+    engine: docker.DockerClient, stack: Stack, name: str, *, socket: bool = True, **env: str
+) -> Container:
     """The worker image run the way docs/deployment.md runs it on another sandbox host
     (called `name`: host ids are `<name>-<start time>`), here on the stack's network,
     standing in for the route to the shared Redis."""
@@ -234,11 +269,20 @@ def start_worker_host(engine: docker.DockerClient, stack: Stack, name: str, *,
     path = "/var/run/docker.sock"
     command = ["sh", "-c", 'export PROCTOR_HOST_ID="$(hostname)-$(date +%s)"; exec proctor worker']
     container = engine.containers.create(
-        "proctor/service:latest", command, name=name, hostname=name, detach=True,
-        environment=environment, network=stack.network,
+        "proctor/service:latest",
+        command,
+        name=name,
+        hostname=name,
+        detach=True,
+        environment=environment,
+        network=stack.network,
         volumes={path: {"bind": path, "mode": "rw"}} if socket else {},
-        group_add=[str(os.stat(path).st_gid)], init=True, read_only=True,
-        tmpfs={"/tmp": ""}, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+        group_add=[str(os.stat(path).st_gid)],
+        init=True,
+        read_only=True,
+        tmpfs={"/tmp": ""},
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
         labels={"org.proctor.test": stack.project},
     )
     container.start()
@@ -254,9 +298,18 @@ def host_name(worker: str) -> str:
 def live_workers(engine: docker.DockerClient, stack: Stack) -> list[str]:
     (redis,) = service_containers(engine, stack, "redis")
     since = time.time() - float(STACK_SETTINGS["PROCTOR_HEARTBEAT_TTL_S"])
-    code, output = redis.exec_run(["redis-cli", "--no-auth-warning", "-a",
-                                   stack.env["PROCTOR_REDIS_PASSWORD"],
-                                   "ZRANGEBYSCORE", "proctor:workers", str(since), "+inf"])
+    code, output = redis.exec_run(
+        [
+            "redis-cli",
+            "--no-auth-warning",
+            "-a",
+            stack.env["PROCTOR_REDIS_PASSWORD"],
+            "ZRANGEBYSCORE",
+            "proctor:workers",
+            str(since),
+            "+inf",
+        ]
+    )
     assert code == 0, output
     return [str(name) for name in output.decode().split()]
 
@@ -292,8 +345,9 @@ def test_make_up_serves_one_shot_episodes(stack: Stack, http: httpx.Client) -> N
     assert right["sandbox"]["network"] in (stack.sandbox_network, "none")
 
 
-def test_interactive_episode_earns_its_reward(stack: Stack, http: httpx.Client,
-                                              repo: dict[str, str]) -> None:
+def test_interactive_episode_earns_its_reward(
+    stack: Stack, http: httpx.Client, repo: dict[str, str]
+) -> None:
     fixed = start(http, interactive(repo))
     assert act(http, fixed, type="bash", command="cat calc.py")["output"] == BUGGY
     act(http, fixed, type="write_file", path="calc.py", content=FIXED)
@@ -312,9 +366,14 @@ def test_a_second_worker_host_keeps_its_interactive_episodes(
     host_b = f"{stack.project}-host-b"
     other = start_worker_host(engine, stack, host_b)
     try:
-        wait_for(lambda: readyz(stack)[1].get("checks", {}).get("workers", 0) >= 3
-                 and not readyz(stack)[1]["checks"].get("worker_problems"), 60,
-                 "the second host's worker live and without problems")
+        wait_for(
+            lambda: (
+                readyz(stack)[1].get("checks", {}).get("workers", 0) >= 3
+                and not readyz(stack)[1]["checks"].get("worker_problems")
+            ),
+            60,
+            "the second host's worker live and without problems",
+        )
         # Idle workers take new jobs in turn: a few starts at once reach every host.
         episodes: dict[str, str] = {}
         with ThreadPoolExecutor(max_workers=3) as pool:
@@ -347,8 +406,12 @@ def test_workers_that_cannot_run_sandboxes_say_why_in_readyz(
     stack: Stack, engine: docker.DockerClient
 ) -> None:
     no_socket = start_worker_host(engine, stack, f"{stack.project}-nosocket", socket=False)
-    no_image = start_worker_host(engine, stack, f"{stack.project}-noimage",
-                                 PROCTOR_IMAGES="python=proctor/missing-image:latest")
+    no_image = start_worker_host(
+        engine,
+        stack,
+        f"{stack.project}-noimage",
+        PROCTOR_IMAGES="python=proctor/missing-image:latest",
+    )
     try:
         started = time.monotonic()
 
@@ -393,8 +456,11 @@ def test_redis_down_is_reported_at_once_and_a_crash_loses_nothing(
     # a crash: no RDB snapshot on the way down, so what comes back is the append-only file
     time.sleep(1.5)  # appendfsync everysec
     crash(redis)
-    wait_for(lambda: engine.containers.get(redis.id).status == "running", 30,
-             "Redis restarted by its restart policy")
+    wait_for(
+        lambda: engine.containers.get(redis.id).status == "running",
+        30,
+        "Redis restarted by its restart policy",
+    )
     wait_ready(stack)
     again = http.get(f"/v1/episodes/{before['id']}")
     assert again.status_code == 200 and again.json()["reward"] == 1.0, again.text
@@ -408,33 +474,57 @@ def test_a_killed_worker_container_is_replaced_and_its_episode_ended(
     created = http.post("/v1/episodes", json=episode("x = 1\n", tests=SLOW_TEST, timeout_s=60))
     episode_id = created.json()["id"]
     key = f"proctor:episode:{episode_id}"
-    wait_for(lambda: http.get(f"/v1/episodes/{episode_id}").json()["status"] == "running", 60,
-             "the slow episode running")
+    wait_for(
+        lambda: http.get(f"/v1/episodes/{episode_id}").json()["status"] == "running",
+        60,
+        "the slow episode running",
+    )
     host = redis_get(engine, stack, key, "host")
     owner = redis_get(engine, stack, key, "worker")
     hostname = host.rsplit("-", 1)[0]  # the stack's worker hosts are <hostname>-<start time>
-    (victim,) = [c for c in service_containers(engine, stack, "worker")
-                 if c.attrs["Config"]["Hostname"] == hostname]
+    (victim,) = [
+        c
+        for c in service_containers(engine, stack, "worker")
+        if c.attrs["Config"]["Hostname"] == hostname
+    ]
 
     crash(victim)
     ended = wait_for(
         lambda: (r := http.get(f"/v1/episodes/{episode_id}").json())["status"] == "failed" and r,
-        40, "the killed worker's episode ended")
+        40,
+        "the killed worker's episode ended",
+    )
     assert ended["verdict"] == "infra_error" and ended["reward"] is None, ended
-    wait_for(lambda: not engine.containers.list(
-        all=True, filters={"label": f"org.proctor.worker={owner}"}), 30,
-        "the killed worker's sandbox removed")
-    wait_for(lambda: engine.containers.get(victim.id).status == "running", 30,
-             "the worker container restarted by its restart policy")
-    wait_for(lambda: any(w.startswith(f"{hostname}-") and not w.startswith(f"{host}.")
-                         for w in live_workers(engine, stack)), 60,
-             "a new worker process live in the restarted container, a new host")
+    wait_for(
+        lambda: (
+            not engine.containers.list(all=True, filters={"label": f"org.proctor.worker={owner}"})
+        ),
+        30,
+        "the killed worker's sandbox removed",
+    )
+    wait_for(
+        lambda: engine.containers.get(victim.id).status == "running",
+        30,
+        "the worker container restarted by its restart policy",
+    )
+    wait_for(
+        lambda: any(
+            w.startswith(f"{hostname}-") and not w.startswith(f"{host}.")
+            for w in live_workers(engine, stack)
+        ),
+        60,
+        "a new worker process live in the restarted container, a new host",
+    )
 
     # the stack serves again: two episodes at once both pass
     wait_ready(stack)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(
-            lambda i: run(http, episode(f"def add(a, b):\n    return a + b + {i} * 0\n")), [1, 2]))
+        results = list(
+            pool.map(
+                lambda i: run(http, episode(f"def add(a, b):\n    return a + b + {i} * 0\n")),
+                [1, 2],
+            )
+        )
     assert [r["reward"] for r in results] == [1.0, 1.0], results
 
 
@@ -443,10 +533,19 @@ def test_make_down_leaves_only_the_data_volume(stack: Stack, engine: docker.Dock
     assert down.returncode == 0
     label = f"com.docker.compose.project={stack.project}"
     assert engine.containers.list(all=True, filters={"label": label}) == []
-    assert engine.containers.list(
-        all=True, filters={"label": f"org.proctor.deployment={stack.deployment}"}) == []
-    assert engine.containers.list(all=True, filters={"label": f"org.proctor.test={stack.project}"}) == []
-    honeypots = engine.containers.list(all=True, filters={"name": f"proctor-honeypot-{stack.deployment}"})
+    assert (
+        engine.containers.list(
+            all=True, filters={"label": f"org.proctor.deployment={stack.deployment}"}
+        )
+        == []
+    )
+    assert (
+        engine.containers.list(all=True, filters={"label": f"org.proctor.test={stack.project}"})
+        == []
+    )
+    honeypots = engine.containers.list(
+        all=True, filters={"name": f"proctor-honeypot-{stack.deployment}"}
+    )
     assert honeypots == []
     networks = {n.name for n in engine.networks.list()}
     assert stack.network not in networks and stack.sandbox_network not in networks

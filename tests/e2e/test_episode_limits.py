@@ -19,10 +19,17 @@ from tests.e2e.test_interactive import bash, repo, start, task  # noqa: F401
 def impatient_service(docker_ready: None) -> Iterator[tuple[httpx.Client, str]]:
     """A service whose interactive episodes may idle for 3 s; no warm pool, so every
     container of its deployment belongs to an episode."""
-    with claimed_database() as redis_url, running_service(
-        redis_url, PROCTOR_INTERACTIVE_IDLE_S="3", PROCTOR_REAPER_INTERVAL_S="1",
-        PROCTOR_WORKER_CONCURRENCY="1", PROCTOR_POOL_SIZE="0",
-    ) as url, httpx.Client(base_url=url, timeout=120) as client:
+    with (
+        claimed_database() as redis_url,
+        running_service(
+            redis_url,
+            PROCTOR_INTERACTIVE_IDLE_S="3",
+            PROCTOR_REAPER_INTERVAL_S="1",
+            PROCTOR_WORKER_CONCURRENCY="1",
+            PROCTOR_POOL_SIZE="0",
+        ) as url,
+        httpx.Client(base_url=url, timeout=120) as client,
+    ):
         yield client, Settings(redis_url=redis_url).deployment_id
 
 
@@ -48,8 +55,9 @@ def test_an_idle_episode_ends_as_timeout_and_its_container_goes(
     result = impatient.get(f"/v1/episodes/{episode_id}", params={"wait": 30}).json()
     assert (result["status"], result["verdict"], result["reward"]) == ("completed", "timeout", 0.0)
     assert "abandoned" in result["reason"] and len(result["steps"]) == 1
-    late = impatient.post(f"/v1/episodes/{episode_id}/actions",
-                          json={"type": "bash", "command": "echo late"})
+    late = impatient.post(
+        f"/v1/episodes/{episode_id}/actions", json={"type": "bash", "command": "echo late"}
+    )
     assert late.status_code == 409
 
 
@@ -57,8 +65,9 @@ def test_cancel_removes_the_container(impatient: httpx.Client, repo: dict[str, s
     episode_id, _ = start(impatient, task(repo, disabled=["*"]))
     # the sandbox's own cgroup names its container
     cgroup = bash(impatient, episode_id, "cat /proc/self/cgroup")["output"]
-    container_id = next(part for line in cgroup.splitlines() for part in line.split("/")
-                        if len(part) == 64)
+    container_id = next(
+        part for line in cgroup.splitlines() for part in line.split("/") if len(part) == 64
+    )
     assert container_exists(container_id)
     assert impatient.delete(f"/v1/episodes/{episode_id}").json()["status"] == "cancelled"
     assert wait_until(lambda: not container_exists(container_id), 20)
@@ -69,17 +78,20 @@ def test_cancelling_a_running_oneshot_stops_its_sandbox(
     impatient_service: tuple[httpx.Client, str],
 ) -> None:
     client, deployment = impatient_service
-    slow = episode("x = 1\n", tests="import time\n\ndef test_slow():\n    time.sleep(60)\n",
-                   timeout_s=90)
+    slow = episode(
+        "x = 1\n", tests="import time\n\ndef test_slow():\n    time.sleep(60)\n", timeout_s=90
+    )
     episode_id = client.post("/v1/episodes", json=slow).json()["id"]
-    assert wait_until(lambda: client.get(f"/v1/episodes/{episode_id}").json()["status"]
-                      == "running", 60)
+    assert wait_until(
+        lambda: client.get(f"/v1/episodes/{episode_id}").json()["status"] == "running", 60
+    )
 
     def sandboxes() -> list[object]:
         engine = docker.from_env()
         try:
-            return list(engine.api.containers(
-                filters={"label": f"org.proctor.deployment={deployment}"}))
+            return list(
+                engine.api.containers(filters={"label": f"org.proctor.deployment={deployment}"})
+            )
         finally:
             engine.close()
 

@@ -31,8 +31,12 @@ pytestmark = pytest.mark.fuzz
 
 MAX_EXAMPLES = 15  # per operation and phase: ~1-2 min for the whole document
 schema = schemathesis.openapi.from_path(REPO_ROOT / "openapi" / "openapi.json")
-CONFORMANCE = [status_code_conformance, content_type_conformance, response_schema_conformance,
-               response_headers_conformance]
+CONFORMANCE = [
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    response_headers_conformance,
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +44,21 @@ def fuzz_api() -> Iterator[str]:
     """An API process with no workers, its own database, short waits and a small queue."""
     with claimed_database() as redis_url:
         port = free_port()
-        env = service_env(redis_url, port, PROCTOR_MAX_WAIT_S="1", PROCTOR_MAX_QUEUE_DEPTH="50",
-                          PROCTOR_DEDUP_TTL_S="0")
-        process = subprocess.Popen([sys.executable, "-m", "proctor.cli", "serve"], env=env,
-                                   cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        env = service_env(
+            redis_url,
+            port,
+            PROCTOR_MAX_WAIT_S="1",
+            PROCTOR_MAX_QUEUE_DEPTH="50",
+            PROCTOR_DEDUP_TTL_S="0",
+        )
+        process = subprocess.Popen(
+            [sys.executable, "-m", "proctor.cli", "serve"],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             wait_ready(url, process, 30, path="/healthz")
@@ -54,8 +68,12 @@ def fuzz_api() -> Iterator[str]:
 
 
 @schema.parametrize()
-@settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 def test_the_api_does_what_its_document_says(case: schemathesis.Case, fuzz_api: str) -> None:
     checks = list(CONFORMANCE)
     if case.operation.path != "/readyz":  # with no worker, "not ready" is its documented 503

@@ -16,7 +16,9 @@ def test_correct_solution_earns_reward_one(http: httpx.Client) -> None:
     assert result["reward"] == 1.0
     assert result["passed"] is True
     assert {t["name"] for t in result["tests"]} == {
-        "test_solution.py::test_small", "test_solution.py::test_zero"}
+        "test_solution.py::test_small",
+        "test_solution.py::test_zero",
+    }
     assert all(t["outcome"] == "passed" for t in result["tests"])
     assert result["sandbox"]["image_digest"].startswith("sha256:")
     timings = result["timings"]
@@ -165,7 +167,7 @@ def pytest_runtest_makereport(item, call):
 def test_planted_report_does_not_count(http: httpx.Client) -> None:
     fake = (
         "import glob, os\n"
-        "REPORT = '<testsuites><testsuite><testcase classname=\"test_solution\" name=\"test_small\"/>"
+        'REPORT = \'<testsuites><testsuite><testcase classname="test_solution" name="test_small"/>'
         "</testsuite></testsuites>'\n"
         "path = os.environ.get('PROCTOR_JUNIT_XML')\n"
         "if path:\n"

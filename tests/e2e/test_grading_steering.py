@@ -74,12 +74,15 @@ def unscreened(solution: str, files: dict[str, str] | None = None) -> dict[str, 
 
 @pytest.mark.parametrize("metadata", ["evil-1.0.dist-info", "evil.egg-info"])
 def test_installed_distribution_plugin_does_not_load(http: httpx.Client, metadata: str) -> None:
-    body = unscreened(WRONG, {
-        f"{metadata}/METADATA": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
-        f"{metadata}/PKG-INFO": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
-        f"{metadata}/entry_points.txt": "[pytest11]\nevil = evil_plugin\n",
-        "evil_plugin.py": FORCE_PASS,
-    })
+    body = unscreened(
+        WRONG,
+        {
+            f"{metadata}/METADATA": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
+            f"{metadata}/PKG-INFO": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
+            f"{metadata}/entry_points.txt": "[pytest11]\nevil = evil_plugin\n",
+            "evil_plugin.py": FORCE_PASS,
+        },
+    )
     result = run(http, body)
     assert (result["verdict"], result["reward"]) == ("failed", 0.0), result
     outcomes = {t["name"]: t["outcome"] for t in result["tests"]}
@@ -160,17 +163,25 @@ def plugged_service(docker_ready: None, tmp_path_factory: pytest.TempPathFactory
     for name, text in IMAGE_FILES.items():
         (context / "site" / name).parent.mkdir(parents=True, exist_ok=True)
         (context / "site" / name).write_text(text)
-    subprocess.run(["docker", "build", "-q", "-t", PLUGGED_IMAGE, str(context)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        ["docker", "build", "-q", "-t", PLUGGED_IMAGE, str(context)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     try:
         images = f"python=proctor/sandbox-python:latest,plugged={PLUGGED_IMAGE}"
-        with claimed_database() as redis_url, running_service(
-                redis_url, context / "service.log", PROCTOR_IMAGES=images,
-                PROCTOR_POOL_SIZE="0") as url:
+        with (
+            claimed_database() as redis_url,
+            running_service(
+                redis_url, context / "service.log", PROCTOR_IMAGES=images, PROCTOR_POOL_SIZE="0"
+            ) as url,
+        ):
             yield url
     finally:
-        subprocess.run(["docker", "image", "rm", "-f", PLUGGED_IMAGE], capture_output=True,
-                       timeout=120)
+        subprocess.run(
+            ["docker", "image", "rm", "-f", PLUGGED_IMAGE], capture_output=True, timeout=120
+        )
 
 
 def test_image_plugins_load_and_the_workspace_cannot_replace_them(plugged_service: str) -> None:
@@ -195,10 +206,16 @@ def test_image_plugins_load_and_the_workspace_cannot_replace_them(plugged_servic
 
 def interactive(http: httpx.Client, writes: dict[str, str]) -> dict[str, Any]:
     """An interactive episode whose agent writes `writes`, then finishes."""
-    body = {"mode": "interactive", "task": {
-        "image": "python", "policy": {"disabled_rules": ["*"]},
-        "files": {"solution.py": WRONG}, "tests": {"files": {"test_solution.py": TEST_ADD}},
-        "limits": {"timeout_s": 10}}}
+    body = {
+        "mode": "interactive",
+        "task": {
+            "image": "python",
+            "policy": {"disabled_rules": ["*"]},
+            "files": {"solution.py": WRONG},
+            "tests": {"files": {"test_solution.py": TEST_ADD}},
+            "limits": {"timeout_s": 10},
+        },
+    }
     response = http.post("/v1/episodes", json=body)
     assert response.status_code == 201, response.text
     episode_id = response.json()["id"]
@@ -213,11 +230,14 @@ def interactive(http: httpx.Client, writes: dict[str, str]) -> dict[str, Any]:
 
 
 def test_interactive_grading_is_steered_by_the_task_alone(http: httpx.Client) -> None:
-    planted = interactive(http, {
-        "evil-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
-        "evil-1.0.dist-info/entry_points.txt": "[pytest11]\nevil = evil_plugin\n",
-        "evil_plugin.py": FORCE_PASS,
-    })
+    planted = interactive(
+        http,
+        {
+            "evil-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
+            "evil-1.0.dist-info/entry_points.txt": "[pytest11]\nevil = evil_plugin\n",
+            "evil_plugin.py": FORCE_PASS,
+        },
+    )
     assert (planted["verdict"], planted["reward"]) == ("failed", 0.0), planted
     forged = interactive(http, {"solution.py": ATEXIT_FORGE})
     assert (forged["verdict"], forged["reward"]) == ("failed", 0.0), forged

@@ -20,10 +20,17 @@ HIDDEN_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) =
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(repo), "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, text=True,
-                          capture_output=True).stdout.strip()
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "HOME": str(repo),
+        "PATH": "/usr/bin:/bin",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, text=True, capture_output=True
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +59,17 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         archive.add(path, arcname=".")
     git(path, "bundle", "create", str(path / "all.bundle"), "--all")
     bundle = base64.b64encode((path / "all.bundle").read_bytes()).decode()
-    return {"archive": base64.b64encode(buffer.getvalue()).decode(), "bundle": bundle,
-            "base": base, "fix": fix}
+    return {
+        "archive": base64.b64encode(buffer.getvalue()).decode(),
+        "bundle": bundle,
+        "base": base,
+        "fix": fix,
+    }
 
 
-def task(repo: dict[str, str], *, disabled: list[str] | None = None,
-         **tests: Any) -> dict[str, Any]:
+def task(
+    repo: dict[str, str], *, disabled: list[str] | None = None, **tests: Any
+) -> dict[str, Any]:
     return {
         "mode": "interactive",
         "task": {
@@ -65,7 +77,8 @@ def task(repo: dict[str, str], *, disabled: list[str] | None = None,
             "image": "python",
             "repo": {"archive": repo["archive"], "base_commit": repo["base"]},
             "protected_paths": ["tests/"],
-            "tests": tests or {
+            "tests": tests
+            or {
                 "files": {"tests/test_hidden.py": HIDDEN_TEST},
                 "fail_to_pass": ["tests/test_hidden.py::test_add"],
                 "pass_to_pass": ["tests/test_visible.py::test_add_zero"],
@@ -111,14 +124,27 @@ def test_history_is_sealed(http: httpx.Client, repo: dict[str, str]) -> None:
     assert log["exit_code"] == 0 and "base" in log["output"] and "fix" not in log["output"]
     assert bash(http, episode, "git rev-list --all")["output"].split() == [repo["base"]]
     assert bash(http, episode, f"git cat-file -t {repo['fix']}")["exit_code"] != 0
-    assert repo["fix"][:12] not in bash(http, episode, "git fsck --lost-found --unreachable 2>&1; "
-                                         "cat .git/packed-refs; ls -R .git/refs")["output"]
-    found = bash(http, episode, "git tag; git branch -a; git remote -v; git stash list; "
-                                "git reflog; ls .git/logs 2>&1")
+    assert (
+        repo["fix"][:12]
+        not in bash(
+            http,
+            episode,
+            "git fsck --lost-found --unreachable 2>&1; cat .git/packed-refs; ls -R .git/refs",
+        )["output"]
+    )
+    found = bash(
+        http,
+        episode,
+        "git tag; git branch -a; git remote -v; git stash list; git reflog; ls .git/logs 2>&1",
+    )
     assert "v1.1" not in found["output"] and "upstream" not in found["output"]
     assert "origin" not in found["output"]
-    raw = bash(http, episode, f"grep -r {repo['fix']} .git 2>/dev/null | head -3; "
-                              "grep -r 'fix: add' .git 2>/dev/null | head -3; git count-objects -v")
+    raw = bash(
+        http,
+        episode,
+        f"grep -r {repo['fix']} .git 2>/dev/null | head -3; "
+        "grep -r 'fix: add' .git 2>/dev/null | head -3; git count-objects -v",
+    )
     assert repo["fix"] not in raw["output"] and "fix: add" not in raw["output"]
     assert bash(http, episode, "cat calc.py")["output"] == BUGGY  # checked out at the base
     assert bash(http, episode, "ls tests")["output"].split() == ["test_visible.py"]
@@ -174,8 +200,13 @@ def test_editing_a_protected_test_does_not_pay(http: httpx.Client, repo: dict[st
     episode, _ = start(http, body)
     # make add(0, 0) wrong, then "fix" the visible test instead of the code
     act(http, episode, type="write_file", path="calc.py", content="def add(a, b):\n    return 1\n")
-    act(http, episode, type="write_file", path="tests/test_visible.py",
-        content="def test_add_zero():\n    assert True\n")
+    act(
+        http,
+        episode,
+        type="write_file",
+        path="tests/test_visible.py",
+        content="def test_add_zero():\n    assert True\n",
+    )
     result = finish(http, episode)
     assert result["reward"] == 0.0, result
     assert result["verdict"] == "cheat"
@@ -183,15 +214,22 @@ def test_editing_a_protected_test_does_not_pay(http: httpx.Client, repo: dict[st
 
 
 def test_bad_actions_are_refused(http: httpx.Client, repo: dict[str, str]) -> None:
-    assert http.post("/v1/episodes/ep_nope/actions",
-                     json={"type": "bash", "command": "ls"}).status_code == 404
+    assert (
+        http.post(
+            "/v1/episodes/ep_nope/actions", json={"type": "bash", "command": "ls"}
+        ).status_code
+        == 404
+    )
     episode, _ = start(http, task(repo))
     for path in ("../escape", "/etc/passwd", "a/../../b"):
-        response = http.post(f"/v1/episodes/{episode}/actions",
-                             json={"type": "write_file", "path": path, "content": "x"})
+        response = http.post(
+            f"/v1/episodes/{episode}/actions",
+            json={"type": "write_file", "path": path, "content": "x"},
+        )
         assert response.status_code == 422, response.text
-    assert http.post(f"/v1/episodes/{episode}/actions",
-                     json={"type": "teleport"}).status_code == 422
+    assert (
+        http.post(f"/v1/episodes/{episode}/actions", json={"type": "teleport"}).status_code == 422
+    )
     finish(http, episode)
     again = http.post(f"/v1/episodes/{episode}/actions", json={"type": "bash", "command": "ls"})
     assert again.status_code == 409
@@ -245,8 +283,9 @@ def test_a_second_action_while_one_runs_is_refused(
 
     def sleep_a_while() -> None:
         with httpx.Client(base_url=service_url, timeout=60) as other:
-            slow["response"] = other.post(f"/v1/episodes/{episode}/actions",
-                                          json={"type": "bash", "command": "sleep 3"})
+            slow["response"] = other.post(
+                f"/v1/episodes/{episode}/actions", json={"type": "bash", "command": "sleep 3"}
+            )
 
     thread = threading.Thread(target=sleep_a_while)
     thread.start()
@@ -264,8 +303,11 @@ def test_long_actions_and_a_long_test_suite_answer_normally(
 ) -> None:
     # redis-py's 5 s socket timeout once ended every reply wait longer than that as a 503
     slow_test = "import time\n\n\ndef test_slow():\n    time.sleep(30)\n"
-    body = task(repo, files={"tests/test_slow.py": slow_test},
-                command="python3 -I -m pytest -q tests/test_slow.py")
+    body = task(
+        repo,
+        files={"tests/test_slow.py": slow_test},
+        command="python3 -I -m pytest -q tests/test_slow.py",
+    )
     body["task"]["limits"] = {"timeout_s": 60}
     episode, _ = start(http, body)
     started = time.monotonic()

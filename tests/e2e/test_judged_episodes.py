@@ -24,10 +24,17 @@ BUDGET_S = 60  # the 135M model on 2 shared cores answers in seconds; this bound
 
 
 def service_with_judge(judge_url: str, **extra: str) -> Iterator[httpx.Client]:
-    with claimed_database() as redis_url, running_service(
-        redis_url, PROCTOR_JUDGE_URL=judge_url, PROCTOR_JUDGE_ACTION_BUDGET_S=str(BUDGET_S),
-        PROCTOR_JUDGE_TIMEOUT_S=str(BUDGET_S), **extra,
-    ) as url, httpx.Client(base_url=url, timeout=600) as client:
+    with (
+        claimed_database() as redis_url,
+        running_service(
+            redis_url,
+            PROCTOR_JUDGE_URL=judge_url,
+            PROCTOR_JUDGE_ACTION_BUDGET_S=str(BUDGET_S),
+            PROCTOR_JUDGE_TIMEOUT_S=str(BUDGET_S),
+            **extra,
+        ) as url,
+        httpx.Client(base_url=url, timeout=600) as client,
+    ):
         yield client
 
 

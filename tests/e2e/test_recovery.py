@@ -30,9 +30,14 @@ SLOW_TEST = "import time\n\ndef test_slow():\n    time.sleep(60)\n"
 
 
 def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "proctor.cli", *args], env=env, cwd=REPO_ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "proctor.cli", *args],
+        env=env,
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 @pytest.fixture
@@ -58,18 +63,23 @@ def test_sigkilled_worker_leaves_no_episode_or_container_behind(
     replacement: subprocess.Popen[bytes] | None = None
     try:
         wait_ready(url, worker, 60)
-        episode_id = httpx.post(f"{url}/v1/episodes",
-                                json=episode("x = 1\n", tests=SLOW_TEST, timeout_s=90)).json()["id"]
-        assert wait_until(lambda: httpx.get(f"{url}/v1/episodes/{episode_id}").json()["status"]
-                        == "running", 60)
+        episode_id = httpx.post(
+            f"{url}/v1/episodes", json=episode("x = 1\n", tests=SLOW_TEST, timeout_s=90)
+        ).json()["id"]
+        assert wait_until(
+            lambda: httpx.get(f"{url}/v1/episodes/{episode_id}").json()["status"] == "running", 60
+        )
         record = httpx.get(f"{url}/v1/episodes/{episode_id}").json()
         assert record["status"] == "running"
 
         def containers() -> list[dict[str, object]]:
             listed = engine.api.containers(all=True, filters={"label": "org.proctor.managed=1"})
-            return [c for c in listed  # (the honeypot and others' sandboxes have no owner)
-                    if c["Labels"].get("org.proctor.worker", "").rsplit(".", 3)[1:2]
-                    == [str(worker.pid)]]
+            return [
+                c
+                for c in listed  # (the honeypot and others' sandboxes have no owner)
+                if c["Labels"].get("org.proctor.worker", "").rsplit(".", 3)[1:2]
+                == [str(worker.pid)]
+            ]
 
         assert containers(), "the episode's container should exist while it runs"
         os.kill(worker.pid, signal.SIGKILL)
@@ -129,8 +139,10 @@ def test_a_killed_worker_child_ends_its_episode_and_is_replaced(
 
         assert wait_until(running, 120), records()
         redis_client = redis.Redis.from_url(env["PROCTOR_REDIS_URL"])
-        owners = {i: str(redis_client.hget(f"proctor:episode:{i}", "worker"), "utf-8")  # type: ignore[arg-type]
-                  for i in ids}
+        owners = {
+            i: str(redis_client.hget(f"proctor:episode:{i}", "worker"), "utf-8")  # type: ignore[arg-type]
+            for i in ids
+        }
         redis_client.close()
         victim = max(ids, key=lambda i: worker_pid(owners[i]))  # the child started second
         survivor = next(i for i in ids if i != victim)

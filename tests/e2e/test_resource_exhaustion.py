@@ -15,17 +15,22 @@ from tests.e2e.test_interactive import FIXED, bash, finish, repo, start, task  #
 ADD = "def add(a, b):\n    return a + b\n"
 WRONG = "def add(a, b):\n    return a - b\n"
 TYPED = {"failed", "runtime_error", "oom", "timeout"}
-BOMB = ("printf 'import os\\nwhile True:\\n    try:\\n        os.fork()\\n    except OSError:\\n"
-        "        pass\\n' > /tmp/bomb.py; setsid python3 /tmp/bomb.py >/dev/null 2>&1 "
-        "</dev/null & sleep 1; echo started")
+BOMB = (
+    "printf 'import os\\nwhile True:\\n    try:\\n        os.fork()\\n    except OSError:\\n"
+    "        pass\\n' > /tmp/bomb.py; setsid python3 /tmp/bomb.py >/dev/null 2>&1 "
+    "</dev/null & sleep 1; echo started"
+)
 FILL_TMPFS = "head -c 400m /dev/zero > /tmp/fill; head -c 64m /dev/zero > /dev/shm/fill; true"
-EMPTY_FILES = ("python3 -c \"import os\nos.mkdir('/tmp/many')\nfor i in range(450000):\n"
-               "    open('/tmp/many/%d' % i, 'w').close()\" 2>/dev/null; true")
+EMPTY_FILES = (
+    "python3 -c \"import os\nos.mkdir('/tmp/many')\nfor i in range(450000):\n"
+    "    open('/tmp/many/%d' % i, 'w').close()\" 2>/dev/null; true"
+)
 
 
 def with_actions(body: dict[str, Any], *commands: str, timeout_s: float = 60) -> dict[str, Any]:
     body["solution"]["actions"] = [
-        {"type": "bash", "command": c, "timeout_s": timeout_s} for c in commands]
+        {"type": "bash", "command": c, "timeout_s": timeout_s} for c in commands
+    ]
     return body
 
 
@@ -45,15 +50,18 @@ def test_oneshot_forking_leftover_is_graded(http: httpx.Client) -> None:
 
 
 def test_oneshot_honest_background_process_still_passes(http: httpx.Client) -> None:
-    body = with_actions(episode(ADD, unscreened=True),
-                        "setsid sleep 600 >/dev/null 2>&1 & nohup sleep 601 >/dev/null 2>&1 &")
+    body = with_actions(
+        episode(ADD, unscreened=True),
+        "setsid sleep 600 >/dev/null 2>&1 & nohup sleep 601 >/dev/null 2>&1 &",
+    )
     result = run(http, body)
     assert (result["verdict"], result["reward"]) == ("passed", 1.0), result
 
 
 def test_oneshot_tmpfs_filled_to_the_memory_limit(http: httpx.Client) -> None:
-    result = run(http, with_actions(episode(WRONG, memory_mb=256, disk_mb=512,
-                                            unscreened=True), FILL_TMPFS))
+    result = run(
+        http, with_actions(episode(WRONG, memory_mb=256, disk_mb=512, unscreened=True), FILL_TMPFS)
+    )
     # graded after the scratch mounts are emptied (failed), or the OOM killer took the
     # runner first: oom when the engine saw the limit hit, runtime_error when it did not
     assert_typed_zero(result, "oom", "failed", "runtime_error")
@@ -109,9 +117,7 @@ def test_interactive_many_empty_files_before_finish(
     assert_typed_zero(finish(http, episode_id), "failed")
 
 
-def test_interactive_runner_killed_by_an_action(
-    http: httpx.Client, repo: dict[str, str]
-) -> None:
+def test_interactive_runner_killed_by_an_action(http: httpx.Client, repo: dict[str, str]) -> None:
     episode_id = wrong_episode(http, repo)
     killed = bash(http, episode_id, "kill -9 -1; sleep 1")
     assert killed["exit_code"] != 0 and "killed" in killed["stderr"]
@@ -123,8 +129,7 @@ def test_a_setsid_child_does_not_outlive_its_actions_timeout(
     http: httpx.Client, repo: dict[str, str]
 ) -> None:
     episode_id = wrong_episode(http, repo)
-    slow = bash(http, episode_id, "setsid sleep 300 & (setsid sleep 301 &) ; sleep 60",
-                timeout_s=2)
+    slow = bash(http, episode_id, "setsid sleep 300 & (setsid sleep 301 &) ; sleep 60", timeout_s=2)
     assert slow["timed_out"] is True
     # a background job of an action that ended in time lives on, as in a shell
     bash(http, episode_id, "setsid sleep 400 >/dev/null 2>&1 &")
@@ -139,7 +144,9 @@ def test_interactive_honest_background_process_still_passes(
 ) -> None:
     episode_id, _ = start(http, task(repo))
     bash(http, episode_id, "python3 -m http.server 8000 >/dev/null 2>&1 &")
-    http.post(f"/v1/episodes/{episode_id}/actions",
-              json={"type": "write_file", "path": "calc.py", "content": FIXED})
+    http.post(
+        f"/v1/episodes/{episode_id}/actions",
+        json={"type": "write_file", "path": "calc.py", "content": FIXED},
+    )
     result = finish(http, episode_id)
     assert (result["verdict"], result["reward"]) == ("passed", 1.0), result

@@ -39,19 +39,37 @@ class VerlClient:
         self.url = url
         self.sleeps: list[float] = []
 
-    def call(self, code: str, stdin: str | None, *, timeout: int = 10, memory_limit_mb: int = 1024,
-             language: str = "python") -> tuple[dict[str, Any] | None, str | None]:
-        payload = json.dumps({
-            "compile_timeout": timeout, "run_timeout": timeout, "code": code, "stdin": stdin,
-            "memory_limit_MB": memory_limit_mb, "language": language, "files": {},
-            "fetch_files": [],
-        })
+    def call(
+        self,
+        code: str,
+        stdin: str | None,
+        *,
+        timeout: int = 10,
+        memory_limit_mb: int = 1024,
+        language: str = "python",
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        payload = json.dumps(
+            {
+                "compile_timeout": timeout,
+                "run_timeout": timeout,
+                "code": code,
+                "stdin": stdin,
+                "memory_limit_MB": memory_limit_mb,
+                "language": language,
+                "files": {},
+                "fetch_files": [],
+            }
+        )
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         last_error = None
         for attempt in range(VERL_ATTEMPTS):
             try:
-                response = httpx.post(self.url, headers=headers, content=payload.encode(),
-                                      timeout=timeout + timeout + VERL_API_TIMEOUT_S)
+                response = httpx.post(
+                    self.url,
+                    headers=headers,
+                    content=payload.encode(),
+                    timeout=timeout + timeout + VERL_API_TIMEOUT_S,
+                )
                 if response.status_code == 504:
                     last_error = f"Gateway Timeout (504) on attempt {attempt + 1}"
                     if attempt < VERL_ATTEMPTS - 1:
@@ -64,13 +82,22 @@ class VerlClient:
                 return None, f"API Request Error: {exc}"
         return None, f"API Call Failed: {last_error}"
 
-    def case(self, code: str, stdin: str | None, expected: str | None, *, timeout: int = 10,
-             memory_limit_mb: int = 1024, fn_name: str | None = None,
-             language: str = "python") -> tuple[Any, dict[str, Any]]:
+    def case(
+        self,
+        code: str,
+        stdin: str | None,
+        expected: str | None,
+        *,
+        timeout: int = 10,
+        memory_limit_mb: int = 1024,
+        fn_name: str | None = None,
+        language: str = "python",
+    ) -> tuple[Any, dict[str, Any]]:
         if fn_name:
             code = fn_wrapper(code, fn_name)
-        response, error = self.call(code, stdin, timeout=timeout, memory_limit_mb=memory_limit_mb,
-                                    language=language)
+        response, error = self.call(
+            code, stdin, timeout=timeout, memory_limit_mb=memory_limit_mb, language=language
+        )
         meta: dict[str, Any] = {"api_response": response, "error": error}
         if error or response is None:
             return -1, meta
@@ -81,7 +108,8 @@ class VerlClient:
         if status == "Failed":
             compile_status = compile_result.get("status") if compile_result else None
             if compile_status in ("Error", "TimeLimitExceeded") or (
-                    compile_status == "Finished" and compile_result.get("return_code") != 0):
+                compile_status == "Finished" and compile_result.get("return_code") != 0
+            ):
                 return -4, meta
             if not run:
                 return -1, meta
@@ -97,14 +125,18 @@ class VerlClient:
             return expected is None or actual.rstrip("\n") == str(expected).rstrip("\n"), meta
         return -1, meta
 
-    def check_correctness(self, in_outs: dict[str, Any], generation: str,
-                          timeout: int = 10) -> list[Any]:
+    def check_correctness(
+        self, in_outs: dict[str, Any], generation: str, timeout: int = 10
+    ) -> list[Any]:
         """verl's check_correctness: every case in parallel, results in order."""
         inputs, outputs = in_outs["inputs"], in_outs["outputs"]
         with ThreadPoolExecutor(max_workers=8) as pool:
-            futures = [pool.submit(self.case, generation, i, o, timeout=timeout,
-                                   fn_name=in_outs.get("fn_name"))
-                       for i, o in zip(inputs, outputs, strict=True)]
+            futures = [
+                pool.submit(
+                    self.case, generation, i, o, timeout=timeout, fn_name=in_outs.get("fn_name")
+                )
+                for i, o in zip(inputs, outputs, strict=True)
+            ]
             return [f.result()[0] for f in futures]
 
 
@@ -168,8 +200,11 @@ def test_call_based_cases_through_the_wrapper(verl: VerlClient) -> None:
         "                return [seen[target - n], i]\n"
         "            seen[n] = i\n"
     )
-    cases = {"inputs": ["[2, 7, 11, 15]\n9", "[3, 2, 4]\n6"], "outputs": ["[0, 1]", "[0, 2]"],
-             "fn_name": "twoSum"}
+    cases = {
+        "inputs": ["[2, 7, 11, 15]\n9", "[3, 2, 4]\n6"],
+        "outputs": ["[0, 1]", "[0, 2]"],
+        "fn_name": "twoSum",
+    }
     assert verl.check_correctness(cases, generation) == [True, False]
 
 
@@ -225,8 +260,12 @@ class _FlakyGateway:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                reply = httpx.post(upstream + self.path, content=body, timeout=60,
-                                   headers={"Content-Type": self.headers["Content-Type"]})
+                reply = httpx.post(
+                    upstream + self.path,
+                    content=body,
+                    timeout=60,
+                    headers={"Content-Type": self.headers["Content-Type"]},
+                )
                 self.send_response(reply.status_code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply.content)))

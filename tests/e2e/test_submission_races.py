@@ -27,8 +27,7 @@ CLIENTS = 16
 def lone_api() -> Iterator[tuple[str, redis.Redis]]:
     with claimed_database() as redis_url:
         port = free_port()
-        api = start(["serve"], service_env(redis_url, port,
-                                           PROCTOR_MAX_QUEUE_DEPTH=str(BOUND)))
+        api = start(["serve"], service_env(redis_url, port, PROCTOR_MAX_QUEUE_DEPTH=str(BOUND)))
         client = redis.Redis.from_url(redis_url)
         try:
             wait_ready(f"http://127.0.0.1:{port}", api, 60, path="/healthz")

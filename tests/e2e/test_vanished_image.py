@@ -24,9 +24,10 @@ def test_an_image_that_vanishes_after_start_is_refused_and_turns_readyz_red() ->
     alias = f"proctor/sandbox-python:vanish-{uuid.uuid4().hex[:8]}"
     client.images.get(BASE).tag(alias)
     try:
-        with claimed_database() as redis_url, running_service(
-            redis_url, PROCTOR_IMAGES=f"python={BASE},vanishing={alias}"
-        ) as url:
+        with (
+            claimed_database() as redis_url,
+            running_service(redis_url, PROCTOR_IMAGES=f"python={BASE},vanishing={alias}") as url,
+        ):
             request = episode(ADD)
             request["task"]["image"] = "vanishing"
             assert httpx.post(f"{url}/v1/episodes", json=request).status_code == 202

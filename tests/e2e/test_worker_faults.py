@@ -93,9 +93,12 @@ def test_a_worker_killed_before_starting_its_episode_does_not_leave_it_queued(
         db = redis_url.rsplit("/", 1)[1]
         relay = FreezingRelay(int(redis_url.rsplit(":", 1)[1].split("/")[0]), trigger)
         # the victim's janitor stays still: its own sweeps must not trip the trigger
-        victim_env = {**env, "PROCTOR_REDIS_URL": f"redis://127.0.0.1:{relay.port}/{db}",
-                      "PROCTOR_REAPER_INTERVAL_S": "3600",
-                      "PROCTOR_DEPLOYMENT": Settings(redis_url=redis_url).deployment_id}
+        victim_env = {
+            **env,
+            "PROCTOR_REDIS_URL": f"redis://127.0.0.1:{relay.port}/{db}",
+            "PROCTOR_REAPER_INTERVAL_S": "3600",
+            "PROCTOR_DEPLOYMENT": Settings(redis_url=redis_url).deployment_id,
+        }
         api = start(["serve"], env)
         victim = start(["worker", "--concurrency", "1"], victim_env)
         survivor: subprocess.Popen[bytes] | None = None
@@ -121,8 +124,9 @@ def test_a_worker_killed_before_starting_its_episode_does_not_leave_it_queued(
             ready_at = time.monotonic()
 
             def ended() -> bool:
-                return bool(httpx.get(f"{url}/v1/episodes/{episode_id}").json()["status"]
-                            == "failed")
+                return bool(
+                    httpx.get(f"{url}/v1/episodes/{episode_id}").json()["status"] == "failed"
+                )
 
             # the survivor judges others once it has been up a TTL; then one TTL, one sweep
             assert wait_until(ended, 3 * ttl_s + 10), "the episode stayed queued"
@@ -151,10 +155,26 @@ class RedisServer:
         # every write on disk before it is acknowledged: a kill -9 loses nothing acknowledged
         with (self.directory / "redis.log").open("ab") as log:
             self.process = subprocess.Popen(
-                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                 "--dir", str(self.directory), "--appendonly", "yes", "--appendfsync", "always",
-                 "--save", "", "--protected-mode", "no"],
-                stdout=log, stderr=subprocess.STDOUT)
+                [
+                    "redis-server",
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--dir",
+                    str(self.directory),
+                    "--appendonly",
+                    "yes",
+                    "--appendfsync",
+                    "always",
+                    "--save",
+                    "",
+                    "--protected-mode",
+                    "no",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         client = redis.Redis.from_url(self.url)
         try:
             assert wait_until(lambda: _answers(client), 30), "redis-server did not start"
@@ -221,9 +241,7 @@ def _worker_names(server: RedisServer) -> set[str]:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["clean", "kill-9"])
-def test_workers_ride_out_a_redis_restart(
-    docker_ready: None, tmp_path: Path, signum: int
-) -> None:
+def test_workers_ride_out_a_redis_restart(docker_ready: None, tmp_path: Path, signum: int) -> None:
     with own_redis(tmp_path) as server:
         port = free_port()
         env = service_env(server.url, port, PROCTOR_POOL_SIZE="0")
@@ -234,8 +252,10 @@ def test_workers_ride_out_a_redis_restart(
             wait_ready(url, api, 60, path="/healthz")
             assert wait_until(lambda: live_workers(url) == 2, 120), "the workers never came up"
             names = _worker_names(server)
-            bodies = [episode(f"def add(a, b):\n    return a + b  # {n}\n", tests=SLEEPY_TEST)
-                      for n in range(EPISODES)]
+            bodies = [
+                episode(f"def add(a, b):\n    return a + b  # {n}\n", tests=SLEEPY_TEST)
+                for n in range(EPISODES)
+            ]
             response = httpx.post(f"{url}/v1/episodes/batch", json={"episodes": bodies})
             assert response.status_code == 202, response.text
             ids: list[str] = response.json()["ids"]
@@ -251,8 +271,9 @@ def test_workers_ride_out_a_redis_restart(
 
             def all_ended() -> bool:
                 records = [_get(url, i) for i in ids]
-                return all(r is not None and r["status"] in ("completed", "failed")
-                           for r in records)
+                return all(
+                    r is not None and r["status"] in ("completed", "failed") for r in records
+                )
 
             assert wait_until(all_ended, 150), [_get(url, i) for i in ids]
             results = [_get(url, i) for i in ids]

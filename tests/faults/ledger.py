@@ -65,7 +65,11 @@ class Ledger:
         return [i for i, r in self.results.items() if r is None or r["status"] not in TERMINAL]
 
     def collect(
-        self, base_url: str, *, deadline: float, give_up: Callable[[], str | None] = lambda: None,
+        self,
+        base_url: str,
+        *,
+        deadline: float,
+        give_up: Callable[[], str | None] = lambda: None,
     ) -> str | None:
         """Poll the API until every episode is terminal or the deadline passes.
 
@@ -101,15 +105,24 @@ class Ledger:
         verdicts = Counter(str(r.get("verdict")) for r in ended)
         row.extra["verdicts"] = dict(verdicts)
         pending = set(self.pending())
-        stuck = Counter(str((r or {}).get("status", "never read"))
-                        for i, r in self.results.items() if i in pending)
+        stuck = Counter(
+            str((r or {}).get("status", "never read"))
+            for i, r in self.results.items()
+            if i in pending
+        )
         if stuck:
             row.extra["lost_in_status"] = dict(stuck)
-        wrong = [{"id": i, "verdict": r.get("verdict"), "reward": r.get("reward"),
-                  "error": r.get("error"), "reason": r.get("reason")}
-                 for i, r in self.results.items()
-                 if r is not None and r["status"] in TERMINAL
-                 and r.get("reward") not in (1.0, None)]
+        wrong = [
+            {
+                "id": i,
+                "verdict": r.get("verdict"),
+                "reward": r.get("reward"),
+                "error": r.get("error"),
+                "reason": r.get("reason"),
+            }
+            for i, r in self.results.items()
+            if r is not None and r["status"] in TERMINAL and r.get("reward") not in (1.0, None)
+        ]
         if wrong:
             row.extra["wrong"] = wrong[:5]
         errors = Counter(str(r.get("error"))[:120] for r in ended if r.get("reward") is None)
@@ -117,15 +130,26 @@ class Ledger:
             row.extra["null_errors"] = dict(errors)
 
 
-COLUMNS = ("scenario", "submitted", "terminal", "lost", "wrong_reward", "null_reward", "passed",
-           "recovered", "seconds")
+COLUMNS = (
+    "scenario",
+    "submitted",
+    "terminal",
+    "lost",
+    "wrong_reward",
+    "null_reward",
+    "passed",
+    "recovered",
+    "seconds",
+)
 
 
 def render(rows: list[Row]) -> str:
     cells = [[str(getattr(r, c)) for c in COLUMNS] for r in rows]
     widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(COLUMNS)]
-    out = ["  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths, strict=True)),
-           "  ".join("-" * w for w in widths)]
+    out = [
+        "  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths, strict=True)),
+        "  ".join("-" * w for w in widths),
+    ]
     out += ["  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)) for line in cells]
     for row in rows:
         for note in row.notes:
@@ -135,8 +159,10 @@ def render(rows: list[Row]) -> str:
 
 def write(rows: list[Row], path: Path = RESULTS) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "goal": "0 lost, 0 wrong rewards, recovered without restarting anything else",
-            "scenarios": [{**asdict(r), "ok": r.ok} for r in rows]}
+    data = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "goal": "0 lost, 0 wrong rewards, recovered without restarting anything else",
+        "scenarios": [{**asdict(r), "ok": r.ok} for r in rows],
+    }
     path.write_text(json.dumps(data, indent=2) + "\n")
     return path

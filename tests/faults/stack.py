@@ -74,10 +74,26 @@ class RedisServer:
             raise RuntimeError("redis-server is not installed (run `make setup`)")
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                 "--dir", str(self.directory), "--appendonly", "yes", "--save", "",
-                 "--protected-mode", "no", "--daemonize", "no"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                [
+                    "redis-server",
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--dir",
+                    str(self.directory),
+                    "--appendonly",
+                    "yes",
+                    "--save",
+                    "",
+                    "--protected-mode",
+                    "no",
+                    "--daemonize",
+                    "no",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         client = redis.Redis.from_url(self.url, socket_timeout=2)
         try:
@@ -113,9 +129,14 @@ def _pings(client: redis.Redis) -> bool:
 
 def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as sink:
-        return subprocess.Popen([sys.executable, "-m", "proctor.cli", *args], env=env,
-                                cwd=REPO_ROOT, stdout=sink, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "proctor.cli", *args],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def _end(process: subprocess.Popen[bytes] | None) -> None:
@@ -154,8 +175,13 @@ class Stack:
         self.port = free_port()
         # network none: these scenarios are about Redis, processes and queues, and a
         # honeypot per stack would only add engine work on a shared host
-        self.env = service_env(self.redis.url, self.port, PROCTOR_NETWORK="none",
-                               PROCTOR_WORKER_CONCURRENCY=str(WORKERS), **self.settings)
+        self.env = service_env(
+            self.redis.url,
+            self.port,
+            PROCTOR_NETWORK="none",
+            PROCTOR_WORKER_CONCURRENCY=str(WORKERS),
+            **self.settings,
+        )
         self.env.pop("PROCTOR_JUDGE_URL", None)  # rule filter only: no judge in these runs
 
     @property
@@ -168,8 +194,9 @@ class Stack:
     def start(self) -> None:
         self.redis.start()
         self.start_api()
-        self.workers = _start(["worker", "--concurrency", str(WORKERS)], self.env,
-                              self.directory / "workers.log")
+        self.workers = _start(
+            ["worker", "--concurrency", str(WORKERS)], self.env, self.directory / "workers.log"
+        )
         wait_ready(self.url, self.workers, WORKERS_START_S)
         if not wait_until(lambda: len(self.live_workers()) >= WORKERS, WORKERS_START_S):
             raise RuntimeError(f"{WORKERS} workers did not start; see {self.directory}")
@@ -257,4 +284,3 @@ def tail(path: Path, lines: int = 30) -> str:
     with suppress(OSError):
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     return ""
-

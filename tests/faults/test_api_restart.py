@@ -54,8 +54,10 @@ def test_api_restarted_while_clients_wait(
     deadline = started + CLIENT_DEADLINE_S
     bodies = [add_episode(n, sleep_s=4 if n < 2 else 0) for n in range(CLIENTS)]
     outcomes: list[dict[str, Any]] = [{} for _ in bodies]
-    threads = [threading.Thread(target=trainer, args=(stack.url, b, deadline, o), daemon=True)
-               for b, o in zip(bodies, outcomes, strict=True)]
+    threads = [
+        threading.Thread(target=trainer, args=(stack.url, b, deadline, o), daemon=True)
+        for b, o in zip(bodies, outcomes, strict=True)
+    ]
     for thread in threads:
         thread.start()
 
@@ -63,16 +65,18 @@ def test_api_restarted_while_clients_wait(
         with stack.client() as client:
             return [k.rsplit(":", 1)[1] for k in client.scan_iter("proctor:episode:*")]
 
-    assert wait_until(lambda: any(stack.episode_fields(i, "status")[0] == "running"
-                                  for i in episodes()), 45), "no episode started running"
+    assert wait_until(
+        lambda: any(stack.episode_fields(i, "status")[0] == "running" for i in episodes()), 45
+    ), "no episode started running"
     waiting = sum(1 for o in outcomes if not o)
     assert waiting > 0, "every client had its result before the restart: nothing was tested"
     row.extra["waiting_at_restart"] = waiting
     graceful = stack.restart_api(grace_s=GRACE_S)
     row.extra["api_stopped_gracefully_within_s"] = GRACE_S if graceful else None
     if not graceful:
-        row.notes.append(f"the API did not stop within {GRACE_S}s of SIGTERM (held open "
-                         "waits); it was SIGKILLed")
+        row.notes.append(
+            f"the API did not stop within {GRACE_S}s of SIGTERM (held open waits); it was SIGKILLed"
+        )
     for thread in threads:
         thread.join(timeout=max(deadline - time.monotonic(), 0) + 5)
 
@@ -86,10 +90,13 @@ def test_api_restarted_while_clients_wait(
     row.extra["episodes_created"] = len(created)
     row.extra["attempts"] = sum(o.get("attempts", 0) for o in outcomes)
     if len(created) > CLIENTS:
-        row.notes.append(f"{len(created)} episodes for {CLIENTS} distinct requests "
-                         "(a retry ran its episode twice)")
-    row.recovered = (stack.api is not None and stack.api.poll() is None
-                     and stack.workers_gone() is None)
+        row.notes.append(
+            f"{len(created)} episodes for {CLIENTS} distinct requests "
+            "(a retry ran its episode twice)"
+        )
+    row.recovered = (
+        stack.api is not None and stack.api.poll() is None and stack.workers_gone() is None
+    )
     row.seconds = round(time.monotonic() - started, 1)
     row.extra["logs"] = stack.logs()
     report(row)

@@ -43,7 +43,9 @@ class DepthMonitor(threading.Thread):
                 ids = self.client.zrange(ACTIVE_KEY, 0, -1)
                 pipe = self.client.pipeline(transaction=False)
                 for episode_id in ids:
-                    pipe.hget("proctor:episode:" + str(episode_id), "status")  # str already (decode_responses)
+                    pipe.hget(
+                        "proctor:episode:" + str(episode_id), "status"
+                    )  # str already (decode_responses)
                 queued = sum(1 for s in pipe.execute() if s == "queued")
                 self.max_queued = max(self.max_queued, queued)
             except redis.RedisError:
@@ -104,8 +106,9 @@ def test_burst_far_above_the_queue_bound(
     if overshoot > 0:
         row.notes.append(f"the queue held {BOUND + overshoot} against a bound of {BOUND}")
 
-    why = ledger.collect(stack.url, deadline=time.monotonic() + DEADLINE_S,
-                         give_up=stack.workers_gone)
+    why = ledger.collect(
+        stack.url, deadline=time.monotonic() + DEADLINE_S, give_up=stack.workers_gone
+    )
     if why:
         row.notes.append(why)
     # once drained, the service takes work again
@@ -118,5 +121,6 @@ def test_burst_far_above_the_queue_bound(
     row.seconds = round(time.monotonic() - started, 1)
     row.extra["logs"] = stack.logs()
     report(row)
-    assert row.ok and refused and not without_retry_after and not unexpected \
-        and overshoot <= 0, row.summary()
+    assert row.ok and refused and not without_retry_after and not unexpected and overshoot <= 0, (
+        row.summary()
+    )

@@ -32,8 +32,11 @@ def test_redis_restart_with_episodes_queued_and_running(
     how: str, make_stack: Callable[..., Stack], report: Callable[[Row], None]
 ) -> None:
     stack = make_stack()
-    title = ("b. Redis restarted clean (SIGTERM)" if how == "shutdown"
-             else "c. Redis kill -9, back from AOF")
+    title = (
+        "b. Redis restarted clean (SIGTERM)"
+        if how == "shutdown"
+        else "c. Redis kill -9, back from AOF"
+    )
     row = Row(title)
     ledger = Ledger()
     started = time.monotonic()
@@ -71,10 +74,15 @@ def test_redis_restart_with_episodes_queued_and_running(
     ledger.fill(row)
     capacity = stack.full_capacity(CAPACITY_S)
     if not capacity:
-        row.notes.append(f"only {len(stack.worker_children())} of {WORKERS} worker processes "
-                         "left, and nothing brought the others back")
-    row.recovered = (bool(after) and capacity
-                     and all((ledger.results[i] or {}).get("reward") == 1.0 for i in after))
+        row.notes.append(
+            f"only {len(stack.worker_children())} of {WORKERS} worker processes "
+            "left, and nothing brought the others back"
+        )
+    row.recovered = (
+        bool(after)
+        and capacity
+        and all((ledger.results[i] or {}).get("reward") == 1.0 for i in after)
+    )
     row.seconds = round(time.monotonic() - started, 1)
     row.extra["logs"] = stack.logs()
     report(row)

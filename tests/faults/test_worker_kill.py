@@ -33,6 +33,7 @@ def running_workers(stack: Stack, ledger: Ledger) -> list[str]:
 
 def latest_started(workers: list[str]) -> str:
     """The child started last: the one `join()` does not wait on first (the hard case)."""
+
     def started(name: str) -> tuple[int, int]:
         _host, pid, ticks, _ = name.rsplit(".", 3)
         return int(ticks), int(pid)
@@ -53,8 +54,9 @@ def test_worker_child_sigkilled_mid_episode(
             ledger.accept(submit(http, add_episode(n, sleep_s=5)))
         for n in range(2, 8):
             ledger.accept(submit(http, add_episode(n)))
-        assert wait_until(lambda: len(running_workers(stack, ledger)) >= WORKERS, 45) or \
-            running_workers(stack, ledger), "no episode started running"
+        assert wait_until(
+            lambda: len(running_workers(stack, ledger)) >= WORKERS, 45
+        ) or running_workers(stack, ledger), "no episode started running"
         victim = latest_started(running_workers(stack, ledger))
         pid = int(victim.rsplit(".", 3)[1])
         assert pid in stack.worker_children(), f"{victim} is not a child of our workers"
@@ -66,8 +68,10 @@ def test_worker_child_sigkilled_mid_episode(
         respawned = stack.full_capacity(RESPAWN_S)
         row.extra["respawned_s"] = round(time.monotonic() - killed_at, 1) if respawned else None
         if not respawned:
-            row.notes.append(f"no replacement child within {RESPAWN_S}s "
-                             f"({len(stack.worker_children())} of {WORKERS} serving)")
+            row.notes.append(
+                f"no replacement child within {RESPAWN_S}s "
+                f"({len(stack.worker_children())} of {WORKERS} serving)"
+            )
         after = [submit(http, add_episode(n)) for n in range(100, 104)]
         for episode_id in after:
             ledger.accept(episode_id)
@@ -75,8 +79,7 @@ def test_worker_child_sigkilled_mid_episode(
     if why:
         row.notes.append(why)
     ledger.fill(row)
-    row.recovered = respawned and all(
-        (ledger.results[i] or {}).get("reward") == 1.0 for i in after)
+    row.recovered = respawned and all((ledger.results[i] or {}).get("reward") == 1.0 for i in after)
     row.seconds = round(time.monotonic() - started, 1)
     row.extra["logs"] = stack.logs()
     report(row)

@@ -54,8 +54,11 @@ class Site:
     def sandbox(self) -> Container:
         assert self.honeypot.address
         spec = SandboxSpec(image=IMAGE, network=self.network, dns=(self.honeypot.address,))
-        return self.engine.create(spec, name=f"proctor-test-{uuid.uuid4().hex[:12]}",
-                                  labels={DEPLOYMENT_LABEL: self.deployment})
+        return self.engine.create(
+            spec,
+            name=f"proctor-test-{uuid.uuid4().hex[:12]}",
+            labels={DEPLOYMENT_LABEL: self.deployment},
+        )
 
 
 @pytest.fixture
@@ -134,26 +137,40 @@ print(" ".join(out))
 def listen(engine: Engine, container: Container) -> None:
     """A TCP and a UDP listener in the background that write down who reached them."""
     code = LISTEN.format(port=PORT)
-    engine.exec(container.id, ["sh", "-c", 'python3 -c "$0" >/dev/null 2>&1 &', code],
-                user=USER, timeout_s=10)
+    engine.exec(
+        container.id,
+        ["sh", "-c", 'python3 -c "$0" >/dev/null 2>&1 &', code],
+        user=USER,
+        timeout_s=10,
+    )
     deadline = time.monotonic() + 10
-    while "1" not in run(engine, container, "import os\nprint(open('/tmp/listening').read() "
-                         "if os.path.exists('/tmp/listening') else '')"):
+    while "1" not in run(
+        engine,
+        container,
+        "import os\nprint(open('/tmp/listening').read() "
+        "if os.path.exists('/tmp/listening') else '')",
+    ):
         assert time.monotonic() < deadline, "the listener did not start"
         time.sleep(0.2)
 
 
 def heard(engine: Engine, container: Container) -> str:
     time.sleep(1)  # UDP has no answer to wait for
-    return run(engine, container, "import os\nprint(open('/tmp/heard').read() "
-               "if os.path.exists('/tmp/heard') else '')").strip()
+    return run(
+        engine,
+        container,
+        "import os\nprint(open('/tmp/heard').read() if os.path.exists('/tmp/heard') else '')",
+    ).strip()
 
 
 def hits_of(honeypot: Honeypot, source: str, since: float, path: str) -> list[Hit]:
     deadline = time.monotonic() + 10
     while True:
-        hits = [h for h in honeypot.hits(source, since=since, until=time.time())
-                if h.proto == "http" and h.path == path]
+        hits = [
+            h
+            for h in honeypot.hits(source, since=since, until=time.time())
+            if h.proto == "http" and h.path == path
+        ]
         if hits or time.monotonic() > deadline:
             return hits
         time.sleep(0.3)
@@ -233,10 +250,13 @@ def test_the_honeypot_records_a_sandbox_while_another_floods_it(site: Site) -> N
     assert a.ip and b.ip
     # A opens 500 connections to the honeypot and holds them, sending nothing
     flood = FLOOD.format(count=500, ip=address_on(site, a), hold_s=40)
-    site.engine.exec(a.id, ["sh", "-c", 'python3 -c "$0" >/dev/null 2>&1 &', flood],
-                     user=USER, timeout_s=10)
+    site.engine.exec(
+        a.id, ["sh", "-c", 'python3 -c "$0" >/dev/null 2>&1 &', flood], user=USER, timeout_s=10
+    )
     deadline = time.monotonic() + 30
-    check = "import os\nprint(open('/tmp/flooding').read() if os.path.exists('/tmp/flooding') else 0)"
+    check = (
+        "import os\nprint(open('/tmp/flooding').read() if os.path.exists('/tmp/flooding') else 0)"
+    )
     while (opened := int(run(site.engine, a, check).strip())) == 0:
         assert time.monotonic() < deadline, "the flood did not get going"
         time.sleep(0.3)
@@ -279,8 +299,9 @@ def test_workers_starting_together_make_one_network_and_one_honeypot(
     errors: list[BaseException] = []
 
     def start(i: int) -> None:
-        honeypot = Honeypot(site.engine_for(f"w{i}"), network=site.network, image=IMAGE,
-                            name=site.honeypot.name)
+        honeypot = Honeypot(
+            site.engine_for(f"w{i}"), network=site.network, image=IMAGE, name=site.honeypot.name
+        )
         barrier.wait()
         try:
             addresses.append(honeypot.ensure())
@@ -329,16 +350,23 @@ def test_a_worker_without_its_honeypot_is_not_ready_until_it_has_one(
     site: Site, redis_url: str
 ) -> None:
     image = f"proctor-test/honeypot-{uuid.uuid4().hex[:8]}:latest"
-    settings = Settings(redis_url=redis_url, deployment=site.deployment,
-                        honeypot_network=site.network, honeypot_image=image,
-                        heartbeat_s=0.5, heartbeat_ttl_s=3)
+    settings = Settings(
+        redis_url=redis_url,
+        deployment=site.deployment,
+        honeypot_network=site.network,
+        honeypot_image=image,
+        heartbeat_s=0.5,
+        heartbeat_ttl_s=3,
+    )
     client = redis.Redis.from_url(redis_url)
     store = EpisodeStore(client, result_ttl_s=60)
     worker = f"test-worker-{uuid.uuid4().hex[:6]}"
     result: list[Honeypot | None] = []
     thread = threading.Thread(
         target=lambda: result.append(
-            start_honeypot(settings, site.engine, store=store, worker=worker)))
+            start_honeypot(settings, site.engine, store=store, worker=worker)
+        )
+    )
     docker_client = docker.from_env()
     try:
         thread.start()

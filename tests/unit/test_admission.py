@@ -18,20 +18,36 @@ from proctor.models import EpisodeCreate, EpisodeMode, Limits, RepoSnapshot
 from service.admission import admit
 from service.errors import BadRequest
 
-MAXIMA = HostMaxima(memory_mb=1024, cpus=2.0, pids=256, disk_mb=512, output_bytes=1 << 20,
-                    episode_s=60.0)
-SETTINGS = {"max_memory_mb": 1024, "max_cpus": 2.0, "max_pids": 256, "max_disk_mb": 512,
-            "max_output_bytes": 1 << 20, "max_episode_s": 60.0}
+MAXIMA = HostMaxima(
+    memory_mb=1024, cpus=2.0, pids=256, disk_mb=512, output_bytes=1 << 20, episode_s=60.0
+)
+SETTINGS = {
+    "max_memory_mb": 1024,
+    "max_cpus": 2.0,
+    "max_pids": 256,
+    "max_disk_mb": 512,
+    "max_output_bytes": 1 << 20,
+    "max_episode_s": 60.0,
+}
 
 
-def request(*, actions: list[dict[str, Any]] | None = None, setup: int = 0,
-            mode: EpisodeMode = EpisodeMode.oneshot, **limits: Any) -> EpisodeCreate:
-    task = {"tests": {"files": {"test_x.py": "def test_x(): pass\n"}}, "limits": limits,
-            "setup": ["true"] * setup}
+def request(
+    *,
+    actions: list[dict[str, Any]] | None = None,
+    setup: int = 0,
+    mode: EpisodeMode = EpisodeMode.oneshot,
+    **limits: Any,
+) -> EpisodeCreate:
+    task = {
+        "tests": {"files": {"test_x.py": "def test_x(): pass\n"}},
+        "limits": limits,
+        "setup": ["true"] * setup,
+    }
     if mode is EpisodeMode.interactive:
         return EpisodeCreate.model_validate({"task": task, "mode": "interactive"})
     return EpisodeCreate.model_validate(
-        {"task": task, "solution": {"files": {"x.py": ""}, "actions": actions or []}})
+        {"task": task, "solution": {"files": {"x.py": ""}, "actions": actions or []}}
+    )
 
 
 def sleeps(count: int, timeout_s: float) -> list[dict[str, Any]]:
@@ -57,9 +73,17 @@ def test_a_limit_over_the_maximum_is_refused_with_the_maximum(
     assert f"maximum of {most} ({setting})" in message
 
 
-@pytest.mark.parametrize(("field", "at"), [("memory_mb", 1024), ("cpus", 2.0), ("pids", 256),
-                                           ("disk_mb", 512), ("output_bytes", 1 << 20),
-                                           ("timeout_s", 60)])
+@pytest.mark.parametrize(
+    ("field", "at"),
+    [
+        ("memory_mb", 1024),
+        ("cpus", 2.0),
+        ("pids", 256),
+        ("disk_mb", 512),
+        ("output_bytes", 1 << 20),
+        ("timeout_s", 60),
+    ],
+)
 def test_a_limit_at_exactly_the_maximum_is_admitted(field: str, at: float) -> None:
     assert refusals(request(**{field: at}), MAXIMA) == []
 
@@ -67,7 +91,10 @@ def test_a_limit_at_exactly_the_maximum_is_admitted(field: str, at: float) -> No
 def test_every_excess_is_named_at_once() -> None:
     over = refusals(request(memory_mb=4096, cpus=16, pids=4096), MAXIMA)
     assert [m.split(" ")[0] for m in over] == [
-        "task.limits.memory_mb", "task.limits.cpus", "task.limits.pids"]
+        "task.limits.memory_mb",
+        "task.limits.cpus",
+        "task.limits.pids",
+    ]
 
 
 def test_an_action_timeout_over_the_maximum_is_refused() -> None:
@@ -90,8 +117,13 @@ def test_a_oneshot_episode_whose_timeouts_add_up_past_the_maximum_is_refused() -
     [message] = refusals(request(actions=sleeps(2, 15.5), setup=2, timeout_s=10), MAXIMA)
     assert "add up to 61 s" in message
     # float sums are compared as a person adds them: 0.1 + 0.1 + 0.1 is 0.3
-    assert refusals(request(actions=sleeps(2, 0.1), timeout_s=0.1),
-                    dataclasses.replace(MAXIMA, episode_s=0.3)) == []
+    assert (
+        refusals(
+            request(actions=sleeps(2, 0.1), timeout_s=0.1),
+            dataclasses.replace(MAXIMA, episode_s=0.3),
+        )
+        == []
+    )
 
 
 def test_an_interactive_episode_is_not_summed() -> None:
@@ -113,19 +145,34 @@ def test_unset_maxima_come_from_the_host(monkeypatch: pytest.MonkeyPatch) -> Non
     maxima = HostMaxima.of(Settings())
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
     assert host_memory_mb() == memory
-    assert maxima == HostMaxima(memory_mb=max(memory // 2, 512),
-                                cpus=float(os.cpu_count() or 1), pids=1024,
-                                disk_mb=max(memory // 4, 256), output_bytes=16 << 20,
-                                episode_s=3600.0)
+    assert maxima == HostMaxima(
+        memory_mb=max(memory // 2, 512),
+        cpus=float(os.cpu_count() or 1),
+        pids=1024,
+        disk_mb=max(memory // 4, 256),
+        output_bytes=16 << 20,
+        episode_s=3600.0,
+    )
 
 
 def test_the_maxima_never_refuse_a_task_that_sets_no_limits() -> None:
-    for name, below in [("max_memory_mb", 511), ("max_cpus", 0.5), ("max_pids", 127),
-                        ("max_disk_mb", 255), ("max_output_bytes", 65_535)]:
+    for name, below in [
+        ("max_memory_mb", 511),
+        ("max_cpus", 0.5),
+        ("max_pids", 127),
+        ("max_disk_mb", 255),
+        ("max_output_bytes", 65_535),
+    ]:
         with pytest.raises(ValidationError, match=name):
             Settings(**{name: below})
-    lowest = Settings(max_memory_mb=512, max_cpus=1, max_pids=128, max_disk_mb=256,
-                      max_output_bytes=65_536, max_episode_s=40)
+    lowest = Settings(
+        max_memory_mb=512,
+        max_cpus=1,
+        max_pids=128,
+        max_disk_mb=256,
+        max_output_bytes=65_536,
+        max_episode_s=40,
+    )
     admit(request(actions=[{"type": "bash", "command": "true"}]), lowest)
 
 
@@ -138,8 +185,13 @@ def test_settings_set_the_maxima(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_worker_cuts_limits_to_its_own_host() -> None:
     # the API (elsewhere) admitted 64 CPUs; Docker here would refuse more than the host has
-    settings = Settings(max_cpus=64, max_memory_mb=10 * host_memory_mb(), max_pids=200,
-                        max_disk_mb=300, max_episode_s=600)
+    settings = Settings(
+        max_cpus=64,
+        max_memory_mb=10 * host_memory_mb(),
+        max_pids=200,
+        max_disk_mb=300,
+        max_episode_s=600,
+    )
     asked = Limits(cpus=16, memory_mb=16_384, pids=300, disk_mb=400, timeout_s=3600)
     cut = within_host(asked, settings)
     assert cut.cpus == min(16.0, host_cpus())
@@ -169,7 +221,7 @@ def tar_of(mode: str) -> bytes:
 def test_archives_that_are_base64_tars_are_accepted(mode: str) -> None:
     data = base64.b64encode(tar_of(mode)).decode()
     assert repo(archive=data).archive == data
-    wrapped = "\n".join(data[i:i + 76] for i in range(0, len(data), 76)) + "\n"  # as `base64`
+    wrapped = "\n".join(data[i : i + 76] for i in range(0, len(data), 76)) + "\n"  # as `base64`
     assert repo(archive=wrapped).archive == wrapped
 
 
@@ -179,8 +231,9 @@ def test_bundles_that_are_base64_git_bundles_are_accepted() -> None:
         assert repo(bundle=data).bundle == data
 
 
-@pytest.mark.parametrize(("field", "reason"), [("archive", "not a tar archive"),
-                                               ("bundle", "not a git bundle")])
+@pytest.mark.parametrize(
+    ("field", "reason"), [("archive", "not a tar archive"), ("bundle", "not a git bundle")]
+)
 def test_base64_that_is_no_archive_or_bundle_is_refused(field: str, reason: str) -> None:
     for content in (os.urandom(300), b"PK\x03\x04 a zip file" + bytes(300), b""):
         with pytest.raises(ValidationError) as refused:
@@ -190,8 +243,7 @@ def test_base64_that_is_no_archive_or_bundle_is_refused(field: str, reason: str)
 
 
 @pytest.mark.parametrize("field", ["archive", "bundle"])
-@pytest.mark.parametrize("value", ["not base64!", "abc", "a===", "YWJj\x00", "YWJjZA=é",
-                                   "YW=j"])
+@pytest.mark.parametrize("value", ["not base64!", "abc", "a===", "YWJj\x00", "YWJjZA=é", "YW=j"])
 def test_a_repository_that_is_not_base64_is_refused_naming_the_field(
     field: str, value: str
 ) -> None:

@@ -18,8 +18,7 @@ COMPOSE = REPO_ROOT / "docker-compose.yml"
 UNSET = "(none)"
 ROW = re.compile(r"^\|\s*`(PROCTOR_[A-Z0-9_]+)`\s*\|\s*([^|]+?)\s*\|")
 # what the stack fixes for its containers instead of passing the caller's value through
-FIXED_BY_COMPOSE = {"PROCTOR_REDIS_URL", "PROCTOR_HONEYPOT_NETWORK", "PROCTOR_HOST",
-                    "PROCTOR_PORT"}
+FIXED_BY_COMPOSE = {"PROCTOR_REDIS_URL", "PROCTOR_HONEYPOT_NETWORK", "PROCTOR_HOST", "PROCTOR_PORT"}
 NOT_PASSED_BY_COMPOSE = {"PROCTOR_HOST_ID"}  # each worker container is a host of its own
 
 
@@ -55,8 +54,9 @@ JUDGE = "judge_"  # the judge's fields of Settings have a table of their own
 
 
 def settings_variables() -> set[str]:
-    return {f"PROCTOR_{name.upper()}" for name in Settings.model_fields
-            if not name.startswith(JUDGE)}
+    return {
+        f"PROCTOR_{name.upper()}" for name in Settings.model_fields if not name.startswith(JUDGE)
+    }
 
 
 def test_every_setting_is_documented_and_nothing_else() -> None:
@@ -74,7 +74,9 @@ def default_is_documented(name: str, cell: str, monkeypatch: pytest.MonkeyPatch)
         assert not default, f"{variable} is documented as unset but defaults to {default!r}"
         return
     monkeypatch.setenv(variable, value)
-    assert getattr(Settings(), name) == default, f"{variable}: documented {value!r}, real {default!r}"
+    assert getattr(Settings(), name) == default, (
+        f"{variable}: documented {value!r}, real {default!r}"
+    )
 
 
 def clear_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,7 +84,9 @@ def clear_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(variable, raising=False)
 
 
-@pytest.mark.parametrize("name", sorted(n for n in Settings.model_fields if not n.startswith(JUDGE)))
+@pytest.mark.parametrize(
+    "name", sorted(n for n in Settings.model_fields if not n.startswith(JUDGE))
+)
 def test_documented_setting_defaults_are_the_real_ones(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,8 +24,12 @@ ALLOWED = {
 }
 OURS = set(ALLOWED)
 # third-party packages a layer must not pull in
-FORBIDDEN = {"core": {"fastapi", "docker"}, "anticheat": {"fastapi", "docker"},
-             "workers": {"fastapi"}, "service": {"docker"}}
+FORBIDDEN = {
+    "core": {"fastapi", "docker"},
+    "anticheat": {"fastapi", "docker"},
+    "workers": {"fastapi"},
+    "service": {"docker"},
+}
 LAZY_OK = {Path("proctor/cli.py")}  # server commands import the server on demand
 
 
@@ -70,10 +74,16 @@ def test_imports_run_one_way(package: str) -> None:
 
 def test_routes_do_not_import_routes() -> None:
     routes = ROOT / "service" / "routes"
-    bad = [f"{p.relative_to(ROOT)}:{line}" for p in sorted(routes.glob("*.py"))
-           for line, name, _ in imported(p) if name == "service"
-           and any(f"service.routes.{q.stem}" in p.read_text().splitlines()[line - 1]
-                   for q in routes.glob("*.py"))]
+    bad = [
+        f"{p.relative_to(ROOT)}:{line}"
+        for p in sorted(routes.glob("*.py"))
+        for line, name, _ in imported(p)
+        if name == "service"
+        and any(
+            f"service.routes.{q.stem}" in p.read_text().splitlines()[line - 1]
+            for q in routes.glob("*.py")
+        )
+    ]
     assert bad == []
 
 
@@ -81,18 +91,23 @@ def test_no_import_cycles_inside_a_package() -> None:
     graph: dict[str, set[str]] = {}
     for package in ALLOWED:
         for path in modules(package):
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(
-                ".__init__")
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
             # every import counts, those under TYPE_CHECKING and inside functions too: a
             # cycle hidden behind a lazy import is still two modules that need each other
             tree = ast.parse(path.read_text())
             nodes = list(ast.walk(tree))
-            deps = {n.module for n in nodes
-                    if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module}
+            deps = {
+                n.module
+                for n in nodes
+                if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module
+            }
             # `from package import module` names a module too
-            deps |= {f"{n.module}.{a.name}" for n in nodes
-                     if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module
-                     for a in n.names}
+            deps |= {
+                f"{n.module}.{a.name}"
+                for n in nodes
+                if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module
+                for a in n.names
+            }
             deps |= {a.name for n in nodes if isinstance(n, ast.Import) for a in n.names}
             graph[name] = {d for d in deps if d.split(".")[0] in OURS and d != name}
     cycles: list[str] = []
@@ -100,7 +115,7 @@ def test_no_import_cycles_inside_a_package() -> None:
 
     def visit(node: str, trail: list[str]) -> None:  # depth first; each node finished once
         if node in trail:
-            cycles.append(" → ".join([*trail[trail.index(node):], node]))
+            cycles.append(" → ".join([*trail[trail.index(node) :], node]))
             return
         if node in done:
             return
@@ -116,15 +131,25 @@ def test_no_import_cycles_inside_a_package() -> None:
 
 def test_container_assets_are_never_imported_by_the_host() -> None:
     """Files under assets/ are copied into containers (as text), never imported here."""
-    assets = {".".join(p.relative_to(ROOT).with_suffix("").parts)
-              for package in ALLOWED for p in (ROOT / package).rglob("assets/*.py")}
+    assets = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for package in ALLOWED
+        for p in (ROOT / package).rglob("assets/*.py")
+    }
     bad = []
     for package in ALLOWED:
         for path in modules(package):
             for node in ast.walk(ast.parse(path.read_text())):
-                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                         [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-                         if isinstance(node, ast.ImportFrom) and node.module else [])
-                bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}"
-                        for n in names if n in assets or (n and ".assets" in n)]
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                    if isinstance(node, ast.ImportFrom) and node.module
+                    else []
+                )
+                bad += [
+                    f"{path.relative_to(ROOT)}:{node.lineno} imports {n}"
+                    for n in names
+                    if n in assets or (n and ".assets" in n)
+                ]
     assert assets and bad == []

@@ -24,8 +24,9 @@ def test_minimal_request_gets_defaults() -> None:
     assert request.task.tests.format == "junit"
 
 
-@pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a/../../b", "a/../..", "", "a\x00b",
-                                  "..", "a\\b"])
+@pytest.mark.parametrize(
+    "path", ["../x", "/etc/passwd", "a/../../b", "a/../..", "", "a\x00b", "..", "a\\b"]
+)
 def test_path_traversal_is_refused(path: str) -> None:
     with pytest.raises(ValueError):
         check_relative_path(path)
@@ -40,9 +41,18 @@ def test_normal_paths_pass() -> None:
     assert check_relative_path("./a.py") == "a.py"
 
 
-@pytest.mark.parametrize("limits", [{"timeout_s": -1}, {"timeout_s": 0}, {"memory_mb": 1},
-                                    {"memory_mb": 10**9}, {"pids": 1}, {"cpus": 0},
-                                    {"output_bytes": 10**12}])
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"timeout_s": -1},
+        {"timeout_s": 0},
+        {"memory_mb": 1},
+        {"memory_mb": 10**9},
+        {"pids": 1},
+        {"cpus": 0},
+        {"output_bytes": 10**12},
+    ],
+)
 def test_bad_limits_are_refused(limits: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         EpisodeCreate.model_validate(body(limits=limits))
@@ -63,6 +73,8 @@ def test_oneshot_needs_a_solution_and_interactive_refuses_one() -> None:
 def test_oversized_file_is_refused() -> None:
     with pytest.raises(ValidationError, match="larger than"):
         EpisodeCreate.model_validate(
-            {"task": {"tests": {"files": {}}},
-             "solution": {"files": {"big.py": "x" * (9 * 1024 * 1024)}}}
+            {
+                "task": {"tests": {"files": {}}},
+                "solution": {"files": {"big.py": "x" * (9 * 1024 * 1024)}},
+            }
         )

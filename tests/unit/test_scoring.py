@@ -36,8 +36,9 @@ EMPTY = "<testsuites><testsuite tests='0'></testsuite></testsuites>"
 SPEC = TestSpec(files={"test_a.py": ""})
 
 
-def sealed(xml: str, *, key: bytes | None = None, passed: int | None = None,
-           early: tuple[str, ...] = ()) -> str:
+def sealed(
+    xml: str, *, key: bytes | None = None, passed: int | None = None, early: tuple[str, ...] = ()
+) -> str:
     """The report as the grader plugin leaves it: pytest's bytes, then its seal."""
     run_id = secrets.token_hex(16)
     if passed is None:
@@ -45,17 +46,27 @@ def sealed(xml: str, *, key: bytes | None = None, passed: int | None = None,
             passed = sum(c.outcome is TestOutcome.passed for c in parse(xml).cases)
         except ReportError:
             passed = 0
-    seal = {"v": 1, "run": run_id, "sha256": hashlib.sha256(xml.encode()).hexdigest(),
-            "exitstatus": 0, "tests": passed, "passed": passed, "early": list(early)}
+    seal = {
+        "v": 1,
+        "run": run_id,
+        "sha256": hashlib.sha256(xml.encode()).hexdigest(),
+        "exitstatus": 0,
+        "tests": passed,
+        "passed": passed,
+        "early": list(early),
+    }
     text = json.dumps(seal, sort_keys=True, separators=(",", ":"))
     mac = hmac.new(key or run_key(run_id), text.encode(), "sha256").hexdigest()
     return f"{xml}{SEAL_MARK}{text} {mac} -->\n"
 
 
 def run(xml: str | None, exit_code: int = 0, *, seal: bool = True, **kw: bool) -> TestRun:
-    return TestRun(exit_code=exit_code, timed_out=kw.get("timed_out", False),
-                   oom_killed=kw.get("oom", False),
-                   report_xml=sealed(xml) if xml and seal else xml)
+    return TestRun(
+        exit_code=exit_code,
+        timed_out=kw.get("timed_out", False),
+        oom_killed=kw.get("oom", False),
+        report_xml=sealed(xml) if xml and seal else xml,
+    )
 
 
 def test_node_ids_follow_pytest() -> None:
@@ -137,7 +148,7 @@ def test_a_seal_made_with_another_key_fails() -> None:
 def test_a_forged_report_after_a_genuine_seal_fails() -> None:
     # what an atexit handler can do: keep the genuine seal, put a passing report before it
     genuine = sealed(FAILING)
-    forged = PASSING + genuine[genuine.rindex(SEAL_MARK):]
+    forged = PASSING + genuine[genuine.rindex(SEAL_MARK) :]
     outcome = score(TestRun(0, False, False, forged), SPEC, Scoring.binary)
     assert outcome.reward == 0.0 and "changed after" in outcome.reason
 
@@ -158,10 +169,17 @@ def test_a_runner_that_is_not_pytest_writes_its_own_report() -> None:
     assert score(run(PASSING, seal=False), spec, Scoring.binary).reward == 1.0
 
 
-@pytest.mark.parametrize(("command", "expected"), [
-    (None, True), ("python3 -I -m pytest -q tests", True), ("cd x && py.test", True),
-    ("pytest", True), ("node run-tests.js", False), ("make check", False),
-    ("python3 my_pytest_like.py", False),
-])
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (None, True),
+        ("python3 -I -m pytest -q tests", True),
+        ("cd x && py.test", True),
+        ("pytest", True),
+        ("node run-tests.js", False),
+        ("make check", False),
+        ("python3 my_pytest_like.py", False),
+    ],
+)
 def test_which_commands_must_be_sealed(command: str | None, expected: bool) -> None:
     assert runs_pytest(command) is expected

@@ -37,13 +37,31 @@ from workers.sandbox.protocol import KillAll, MakeDir, Op, Run, Scrub, Write
 # (and the `__editable__` finders they name) act only in site directories, never the tree,
 # but have no business in it either.
 STEERING_FILES = (
-    "conftest.py", "sitecustomize.py", "usercustomize.py", "*.pth", "*.egg-link",
+    "conftest.py",
+    "sitecustomize.py",
+    "usercustomize.py",
+    "*.pth",
+    "*.egg-link",
     "entry_points.txt",
-    "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
+    "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
+    "tox.ini",
+    "setup.cfg",
     "pyproject.toml",
 )
-CONFIG_FILES = frozenset({"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
-                          "setup.cfg", "pyproject.toml"})
+CONFIG_FILES = frozenset(
+    {
+        "pytest.ini",
+        ".pytest.ini",
+        "pytest.toml",
+        ".pytest.toml",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+    }
+)
 REPORT_NAME = "report.xml"
 
 
@@ -95,8 +113,7 @@ def grading_plan(
         env["PYTHONSAFEPATH"] = "1"
     # files grading itself writes: the grader plugin may see them imported before it arms
     written = sorted(f"/workspace/{p}" for p in {*task.tests.files, *restore})
-    secret = json.dumps({"run": run, "key": key.hex(), "report": report,
-                         "trusted_files": written})
+    secret = json.dumps({"run": run, "key": key.hex(), "report": report, "trusted_files": written})
     limits = task.limits
     test = Run(
         command=command,
@@ -115,9 +132,14 @@ def grading_plan(
         Write(files=task.tests.files),
         MakeDir(path=grader),
         MakeDir(path=f"{grader}/home"),
-        Write(root=grader, files={
-            "pytest.ini": "[pytest]\n", "key.json": secret,
-            f"plugin/{plugin}.py": plugin_source()}),
+        Write(
+            root=grader,
+            files={
+                "pytest.ini": "[pytest]\n",
+                "key.json": secret,
+                f"plugin/{plugin}.py": plugin_source(),
+            },
+        ),
         test,
         KillAll(),
     ]

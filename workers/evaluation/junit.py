@@ -24,9 +24,11 @@ class Report:
 
     @property
     def all_passed(self) -> bool:
-        return bool(self.cases) and all(
-            c.outcome in (TestOutcome.passed, TestOutcome.skipped) for c in self.cases
-        ) and any(c.outcome is TestOutcome.passed for c in self.cases)
+        return (
+            bool(self.cases)
+            and all(c.outcome in (TestOutcome.passed, TestOutcome.skipped) for c in self.cases)
+            and any(c.outcome is TestOutcome.passed for c in self.cases)
+        )
 
 
 def node_id(case: ET.Element) -> str:

@@ -86,14 +86,25 @@ def score(run: TestRun, spec: TestSpec, scoring: Scoring) -> Score:
         if xml and runs_pytest(spec.command):
             xml, seal = unseal(xml)
             if seal.early:
-                return Score(Verdict.failed, 0.0, False, reason=(
-                    "code from writable places ran before the grader plugin armed: "
-                    + ", ".join(seal.early)))
+                return Score(
+                    Verdict.failed,
+                    0.0,
+                    False,
+                    reason=(
+                        "code from writable places ran before the grader plugin armed: "
+                        + ", ".join(seal.early)
+                    ),
+                )
             report = parse(xml)
             passed = sum(c.outcome is TestOutcome.passed for c in report.cases)
             if passed > seal.passed:
-                return Score(Verdict.failed, 0.0, False, report.cases, (
-                    f"the report counts {passed} passes, the session saw {seal.passed}"))
+                return Score(
+                    Verdict.failed,
+                    0.0,
+                    False,
+                    report.cases,
+                    (f"the report counts {passed} passes, the session saw {seal.passed}"),
+                )
         else:
             report = parse(xml)
     except (ReportError, SealError) as exc:

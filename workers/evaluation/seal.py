@@ -66,8 +66,10 @@ def unseal(report: str) -> tuple[str, Seal]:
     """The report as pytest wrote it and its seal; SealError when either does not hold."""
     body, mark, tail = report.rpartition(SEAL_MARK)
     if not mark:
-        raise SealError("the JUnit report carries no grader seal: the graded pytest "
-                        "session did not write it (or it was rewritten afterwards)")
+        raise SealError(
+            "the JUnit report carries no grader seal: the graded pytest "
+            "session did not write it (or it was rewritten afterwards)"
+        )
     found = _SEAL_TAIL.match(tail)
     if found is None:
         raise SealError("the JUnit report's grader seal is malformed")

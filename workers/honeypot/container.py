@@ -59,7 +59,12 @@ class Hit:
 
 class Honeypot:
     def __init__(
-        self, engine: Engine, *, network: str, image: str, name: str,
+        self,
+        engine: Engine,
+        *,
+        network: str,
+        image: str,
+        name: str,
         subnets: str = "10.213.0.0/16",
     ) -> None:
         self.engine = engine
@@ -108,8 +113,10 @@ class Honeypot:
             labels={HONEYPOT_LABEL: "1", VERSION_LABEL: server_version()},
         )
         networks = info["NetworkSettings"]["Networks"] or {}
-        address = next((n.get("IPAddress") for n in networks.values()
-                        if n.get("NetworkID") == network_id), None)
+        address = next(
+            (n.get("IPAddress") for n in networks.values() if n.get("NetworkID") == network_id),
+            None,
+        )
         return str(address) if address else None
 
     def hits(self, source: str, *, since: float, until: float) -> list[Hit]:
@@ -151,11 +158,19 @@ def evidence(hits: list[Hit]) -> list[Evidence]:
         detail = hit.describe()
         counts[detail] = counts.get(detail, 0) + 1
     items = [
-        Evidence(source=EvidenceSource.honeypot, category=CATEGORY,
-                 detail=detail if count == 1 else f"{detail} ({count} times)")
+        Evidence(
+            source=EvidenceSource.honeypot,
+            category=CATEGORY,
+            detail=detail if count == 1 else f"{detail} ({count} times)",
+        )
         for detail, count in list(counts.items())[:MAX_EVIDENCE]
     ]
     if len(counts) > MAX_EVIDENCE:
-        items.append(Evidence(source=EvidenceSource.honeypot, category=CATEGORY,
-                              detail=f"{len(counts) - MAX_EVIDENCE} more distinct contacts"))
+        items.append(
+            Evidence(
+                source=EvidenceSource.honeypot,
+                category=CATEGORY,
+                detail=f"{len(counts) - MAX_EVIDENCE} more distinct contacts",
+            )
+        )
     return items

@@ -56,8 +56,9 @@ def verify_protections(engine: Engine, spec: SandboxSpec) -> None:
             problems.append("pids limit not applied")
         if spec.network == "none" and host.get("NetworkMode") != "none":
             problems.append("network not disabled")
-        result = engine.exec(container.id, ["python3", "-I", "-c", PROBE],
-                             user=spec.user, timeout_s=30)
+        result = engine.exec(
+            container.id, ["python3", "-I", "-c", PROBE], user=spec.user, timeout_s=30
+        )
         if result.exit_code != 0:
             problems.append("probe failed: " + result.stderr.decode(errors="replace")[-300:])
         reported = result.stdout.decode(errors="replace").strip()

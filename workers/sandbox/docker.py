@@ -327,20 +327,28 @@ class Engine:
         used = memory.get("usage")
         if used is not None:  # the page cache the kernel can drop is not pressure
             used -= int(detail.get("total_inactive_file", detail.get("inactive_file", 0)))
-        return Usage(running=True, oom_killed=oom, pids=pids.get("current"),
-                     pids_limit=pids.get("limit"), memory=used,
-                     memory_limit=memory.get("limit"), memory_hits=memory.get("failcnt"))
+        return Usage(
+            running=True,
+            oom_killed=oom,
+            pids=pids.get("current"),
+            pids_limit=pids.get("limit"),
+            memory=used,
+            memory_limit=memory.get("limit"),
+            memory_hits=memory.get("failcnt"),
+        )
 
     def set_memory(self, container_id: str, memory_mb: int) -> None:
         """Change a running sandbox's memory limit (swap stays off: memory+swap = memory)."""
         try:
-            self.api.update_container(container_id, mem_limit=f"{memory_mb}m",
-                                      memswap_limit=f"{memory_mb}m")
+            self.api.update_container(
+                container_id, mem_limit=f"{memory_mb}m", memswap_limit=f"{memory_mb}m"
+            )
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, f"set the memory limit of {container_id[:12]}") from exc
 
-    def managed_containers(self, *, any_deployment: bool = False,
-                           **labels: str) -> list[dict[str, Any]]:
+    def managed_containers(
+        self, *, any_deployment: bool = False, **labels: str
+    ) -> list[dict[str, Any]]:
         if not any_deployment:
             labels = {DEPLOYMENT_LABEL: self.deployment, **labels}
         filters = [f"{MANAGED_LABEL}=1"] + [f"{k}={v}" for k, v in labels.items()]
@@ -379,10 +387,14 @@ class Engine:
 
     def _create_internal_network(self, name: str) -> None:
         try:
-            self.api.create_network(name, driver="bridge", internal=True, check_duplicate=True,
-                                    options={ICC_OPTION: "false"},
-                                    labels={MANAGED_LABEL: "1",
-                                            DEPLOYMENT_LABEL: self.deployment})
+            self.api.create_network(
+                name,
+                driver="bridge",
+                internal=True,
+                check_duplicate=True,
+                options={ICC_OPTION: "false"},
+                labels={MANAGED_LABEL: "1", DEPLOYMENT_LABEL: self.deployment},
+            )
         except APIError as exc:
             if exc.status_code != 409:  # 409: it exists already, which is what we want
                 raise _wrap(exc, f"create network {name}") from exc
@@ -396,8 +408,12 @@ class Engine:
             members = self.api.inspect_network(network_id).get("Containers") or {}
             names = {str(m.get("Name", "")) for m in members.values()}
             if names - {peer}:
-                log.warning("network %s lets its members talk to each other and %d containers "
-                            "of an older version are on it: left as it is", name, len(names))
+                log.warning(
+                    "network %s lets its members talk to each other and %d containers "
+                    "of an older version are on it: left as it is",
+                    name,
+                    len(names),
+                )
                 return False
             log.info("recreating network %s with traffic between its members off", name)
             for member in members:
@@ -452,17 +468,27 @@ class Engine:
         self, name: str, isolation: Isolation, *, sandbox: str
     ) -> tuple[str, str]:
         """An internal /29 of its own with the peer on it; its name and the peer's address."""
-        labels = {MANAGED_LABEL: "1", DEPLOYMENT_LABEL: self.deployment,
-                  SANDBOX_NETWORK_LABEL: sandbox}
+        labels = {
+            MANAGED_LABEL: "1",
+            DEPLOYMENT_LABEL: self.deployment,
+            SANDBOX_NETWORK_LABEL: sandbox,
+        }
         for _ in range(SUBNET_TRIES):
             subnet = _random_subnet(isolation.subnets)
             gateway, peer_ip = (str(host) for host in list(subnet.hosts())[:2])
             ipam = docker.types.IPAMConfig(
-                pool_configs=[docker.types.IPAMPool(subnet=str(subnet), gateway=gateway)])
+                pool_configs=[docker.types.IPAMPool(subnet=str(subnet), gateway=gateway)]
+            )
             try:
-                self.api.create_network(name, driver="bridge", internal=True, ipam=ipam,
-                                        labels=labels, check_duplicate=True,
-                                        options={NO_HOST_ADDRESS_OPTION: "true"})
+                self.api.create_network(
+                    name,
+                    driver="bridge",
+                    internal=True,
+                    ipam=ipam,
+                    labels=labels,
+                    check_duplicate=True,
+                    options={NO_HOST_ADDRESS_OPTION: "true"},
+                )
             except APIError as exc:
                 if exc.status_code == 403 and "overlap" in str(exc.explanation):
                     continue  # another sandbox has this subnet: draw again
@@ -475,8 +501,9 @@ class Engine:
                 self._remove_sandbox_network(name)
                 raise _wrap(exc, f"connect {isolation.peer} to {name}") from exc
             return name, peer_ip
-        raise SandboxError(f"no free /{SANDBOX_PREFIX} in {isolation.subnets} "
-                           f"after {SUBNET_TRIES} draws")
+        raise SandboxError(
+            f"no free /{SANDBOX_PREFIX} in {isolation.subnets} after {SUBNET_TRIES} draws"
+        )
 
     def _remove_sandbox_network(self, network: str) -> None:
         """Disconnect whatever is left on a sandbox's own network (its peer), then remove it.
@@ -519,8 +546,9 @@ class Engine:
         """Remove this deployment's sandbox networks whose sandbox is gone (a worker killed
         between making one and removing it); how many went."""
         try:
-            listed = self.api.networks(filters={"label": [
-                SANDBOX_NETWORK_LABEL, f"{DEPLOYMENT_LABEL}={self.deployment}"]})
+            listed = self.api.networks(
+                filters={"label": [SANDBOX_NETWORK_LABEL, f"{DEPLOYMENT_LABEL}={self.deployment}"]}
+            )
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, "list sandbox networks") from exc
         removed = 0
@@ -567,8 +595,15 @@ class Engine:
                     self.api.remove_container(name, force=True)
                 info = None
             if info is None:
-                self._create_service(name, image=image, command=command, network=network,
-                                     user=user, sysctls=sysctls, labels=labels)
+                self._create_service(
+                    name,
+                    image=image,
+                    command=command,
+                    network=network,
+                    user=user,
+                    sysctls=sysctls,
+                    labels=labels,
+                )
             problem = ""
             try:
                 self.api.start(name)  # a no-op when it runs already
@@ -600,21 +635,39 @@ class Engine:
             raise _wrap(exc, f"inspect {name}") from exc
 
     def _create_service(
-        self, name: str, *, image: str, command: list[str], network: str, user: str,
-        sysctls: dict[str, str], labels: dict[str, str],
+        self,
+        name: str,
+        *,
+        image: str,
+        command: list[str],
+        network: str,
+        user: str,
+        sysctls: dict[str, str],
+        labels: dict[str, str],
     ) -> None:
         host_config = self.api.create_host_config(
-            network_mode=network, read_only=True, cap_drop=["ALL"],
-            security_opt=["no-new-privileges"], sysctls=sysctls, mem_limit="128m",
-            pids_limit=256, restart_policy={"Name": "unless-stopped"},
+            network_mode=network,
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            sysctls=sysctls,
+            mem_limit="128m",
+            pids_limit=256,
+            restart_policy={"Name": "unless-stopped"},
             ulimits=[docker.types.Ulimit(name="nofile", soft=4096, hard=4096)],
-            log_config=docker.types.LogConfig(type="json-file",
-                                              config={"max-size": "20m", "max-file": "3"}),
+            log_config=docker.types.LogConfig(
+                type="json-file", config={"max-size": "20m", "max-file": "3"}
+            ),
         )
         try:
-            self.api.create_container(image, command=command, name=name, user=user,
-                                      labels={MANAGED_LABEL: "1", **labels},
-                                      host_config=host_config)
+            self.api.create_container(
+                image,
+                command=command,
+                name=name,
+                user=user,
+                labels={MANAGED_LABEL: "1", **labels},
+                host_config=host_config,
+            )
         except APIError as exc:
             if exc.status_code != 409:  # 409: another worker made it first, use theirs
                 raise _wrap(exc, f"create {name}") from exc
@@ -649,8 +702,14 @@ class Engine:
 
     def logs(self, name: str, *, since: float, until: float) -> str:
         try:
-            raw = self.api.logs(name, stdout=True, stderr=False, since=int(since),
-                                until=int(until) + 1, timestamps=False)
+            raw = self.api.logs(
+                name,
+                stdout=True,
+                stderr=False,
+                since=int(since),
+                until=int(until) + 1,
+                timestamps=False,
+            )
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, f"read the log of {name}") from exc
         return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
@@ -677,8 +736,14 @@ class Engine:
         started = time.monotonic()
         try:
             exec_id = self.api.exec_create(
-                container_id, argv, stdin=stdin is not None, stdout=True, stderr=True,
-                user=user, environment=env, workdir=workdir,
+                container_id,
+                argv,
+                stdin=stdin is not None,
+                stdout=True,
+                stderr=True,
+                user=user,
+                environment=env,
+                workdir=workdir,
             )["Id"]
             raw = self.api.exec_start(exec_id, socket=True)
         except (DockerException, requests.exceptions.RequestException) as exc:
@@ -728,7 +793,7 @@ def _age(network: dict[str, Any]) -> tuple[float, str]:
     head, dot, rest = raw.partition(".")
     if dot:  # Go writes up to 9 fraction digits, Python reads 6
         digits = rest[: len(rest) - len(rest.lstrip("0123456789"))]
-        raw = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits):]}"
+        raw = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits) :]}"
     try:
         created = datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
     except ValueError:

@@ -51,8 +51,11 @@ class Record:
         super().__init_subclass__(**kwargs)
         # not inspect.get_annotations: importing inspect is what this class avoids
         annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
-        own = [name for name, annotation in annotations.items()
-               if not str(annotation).startswith("ClassVar")]
+        own = [
+            name
+            for name, annotation in annotations.items()
+            if not str(annotation).startswith("ClassVar")
+        ]
         cls._fields = (*cls._fields, *(n for n in own if n not in cls._fields))
         cls._defaults = {**cls._defaults, **{n: cls.__dict__[n] for n in own if n in cls.__dict__}}
 
@@ -79,7 +82,8 @@ class Record:
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and all(
-            getattr(self, name) == getattr(other, name) for name in self._fields)
+            getattr(self, name) == getattr(other, name) for name in self._fields
+        )
 
     __hash__ = object.__hash__  # by identity: a program tells its operations apart so
 
@@ -291,14 +295,24 @@ class Listing(Op[ListingResult]):
 
 OPS: dict[str, type[Op[Any]]] = {
     cls.kind: cls
-    for cls in (Write, Remove, Untar, Run, KillAll, Read, Find, MakeDir, Scrub, Snapshot,
-                Listing)
+    for cls in (Write, Remove, Untar, Run, KillAll, Read, Find, MakeDir, Scrub, Snapshot, Listing)
 }
 RESULTS: dict[str, type[Result]] = {
     cls.kind: cls
-    for cls in (WriteResult, RemoveResult, UntarResult, RunResult, KillAllResult, ReadResult,
-                FindResult, MakeDirResult, ScrubResult, SnapshotResult, ListingResult,
-                RunnerError)
+    for cls in (
+        WriteResult,
+        RemoveResult,
+        UntarResult,
+        RunResult,
+        KillAllResult,
+        ReadResult,
+        FindResult,
+        MakeDirResult,
+        ScrubResult,
+        SnapshotResult,
+        ListingResult,
+        RunnerError,
+    )
 }
 
 
@@ -381,20 +395,24 @@ class Reply(Record):
     error: RunnerError | None = None  # the error that stopped the program
 
     def encode(self) -> str:
-        return json.dumps({
-            "nonce": self.nonce,
-            "results": {key: to_wire(value) for key, value in self.results.items()},
-            "error": None if self.error is None else to_wire(self.error),
-        })
+        return json.dumps(
+            {
+                "nonce": self.nonce,
+                "results": {key: to_wire(value) for key, value in self.results.items()},
+                "error": None if self.error is None else to_wire(self.error),
+            }
+        )
 
     @classmethod
     def decode(cls, data: object) -> Reply:
         """The worker's side: a reply parsed from JSON (ProtocolError when it is not one)."""
         if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
             raise ProtocolError("a reply is an object with a map of results")
-        return cls(nonce=str(data.get("nonce")),
-                   results={str(k): result_from_wire(v) for k, v in data["results"].items()},
-                   error=error_from_wire(data.get("error")))
+        return cls(
+            nonce=str(data.get("nonce")),
+            results={str(k): result_from_wire(v) for k, v in data["results"].items()},
+            error=error_from_wire(data.get("error")),
+        )
 
 
 class Results:

@@ -85,8 +85,10 @@ class Failure:
 
 
 PIDS_EXHAUSTED = "the sandbox's process limit was exhausted"
-MEMORY_EXHAUSTED = ("the sandbox's memory was exhausted (files in /tmp, /dev/shm and the "
-                    "workspace count against it)")
+MEMORY_EXHAUSTED = (
+    "the sandbox's memory was exhausted (files in /tmp, /dev/shm and the "
+    "workspace count against it)"
+)
 MEMORY_SLACK = 8 << 20  # a working set this close to the limit leaves no room for the runner
 ERRNO_REASONS = {
     errno.EAGAIN: PIDS_EXHAUSTED,
@@ -122,42 +124,55 @@ def classify(evidence: Evidence) -> Failure:
     usage, detail = evidence.usage, evidence.detail
     if usage is not None and not usage.running:
         if usage.oom_killed:
-            return Failure(Verdict.oom, "the sandbox was killed for lack of memory",
-                           Cause.stopped)
-        return Failure(Verdict.infra_error, f"the sandbox container stopped: {detail}",
-                       Cause.stopped)
-    near_limit = (usage is not None and usage.memory is not None and bool(usage.memory_limit)
-                  and usage.memory >= (usage.memory_limit or 0) - MEMORY_SLACK)
-    if (evidence.errno == errno.ENOMEM or evidence.exception == "MemoryError" or near_limit
-            or (usage is not None and usage.oom_killed)):
+            return Failure(Verdict.oom, "the sandbox was killed for lack of memory", Cause.stopped)
+        return Failure(
+            Verdict.infra_error, f"the sandbox container stopped: {detail}", Cause.stopped
+        )
+    near_limit = (
+        usage is not None
+        and usage.memory is not None
+        and bool(usage.memory_limit)
+        and usage.memory >= (usage.memory_limit or 0) - MEMORY_SLACK
+    )
+    if (
+        evidence.errno == errno.ENOMEM
+        or evidence.exception == "MemoryError"
+        or near_limit
+        or (usage is not None and usage.oom_killed)
+    ):
         return Failure(Verdict.oom, MEMORY_EXHAUSTED, Cause.memory)
     if evidence.errno == errno.EAGAIN or (
-        usage is not None and usage.pids is not None and bool(usage.pids_limit)
+        usage is not None
+        and usage.pids is not None
+        and bool(usage.pids_limit)
         and usage.pids >= (usage.pids_limit or 0)
     ):
         return Failure(Verdict.runtime_error, PIDS_EXHAUSTED, Cause.pids)
     if evidence.errno is not None:
         # an operation on files and processes the code under test has shaped
         reason = ERRNO_REASONS.get(evidence.errno, "an operation in the sandbox failed")
-        return Failure(Verdict.runtime_error, f"{reason} ({detail})" if detail else reason,
-                       Cause.resources)
+        return Failure(
+            Verdict.runtime_error, f"{reason} ({detail})" if detail else reason, Cause.resources
+        )
     if evidence.timed_out:
-        return Failure(Verdict.timeout, "the sandbox did not answer within its time limit",
-                       Cause.timeout)
+        return Failure(
+            Verdict.timeout, "the sandbox did not answer within its time limit", Cause.timeout
+        )
     if evidence.forged:
-        return Failure(Verdict.runtime_error, "the sandbox runner's reply was forged",
-                       Cause.forged)
+        return Failure(Verdict.runtime_error, "the sandbox runner's reply was forged", Cause.forged)
     code = evidence.exit_code
     killed = code is not None and (code < 0 or code > 128)
     if killed and usage is not None and usage.memory_hits:
         return Failure(Verdict.oom, MEMORY_EXHAUSTED, Cause.memory)
     if killed:
-        return Failure(Verdict.runtime_error,
-                       "the sandbox runner was killed (every process of the sandbox user "
-                       "may be signalled by the code under test)", Cause.killed)
+        return Failure(
+            Verdict.runtime_error,
+            "the sandbox runner was killed (every process of the sandbox user "
+            "may be signalled by the code under test)",
+            Cause.killed,
+        )
     if code in (126, 127):
-        return Failure(Verdict.infra_error, f"the image cannot run python3: {detail}",
-                       Cause.image)
+        return Failure(Verdict.infra_error, f"the image cannot run python3: {detail}", Cause.image)
     return Failure(Verdict.infra_error, f"the sandbox runner failed: {detail}", Cause.runner)
 
 
@@ -183,8 +198,9 @@ class Sandbox:
     def user(self) -> str:
         return self.container.spec.user
 
-    def program(self, ops: Sequence[Op[Any]], *, timeout_s: float,
-                reclaim: bool = False) -> Results:
+    def program(
+        self, ops: Sequence[Op[Any]], *, timeout_s: float, reclaim: bool = False
+    ) -> Results:
         """Run a list of runner operations in one exec; their results, by operation.
 
         Raises RunnerBroken (the code under test broke the runner, with its verdict) or
@@ -207,8 +223,9 @@ class Sandbox:
         limit = self.container.spec.memory_mb
         self.engine.set_memory(self.container.id, limit + RECLAIM_HEADROOM_MB)
         try:
-            reply: Results | None = self._program(Program([KillAll(empty_scratch=True)]),
-                                                  timeout_s=10)
+            reply: Results | None = self._program(
+                Program([KillAll(empty_scratch=True)]), timeout_s=10
+            )
         except RunnerBroken:
             reply = None
         finally:
@@ -216,8 +233,12 @@ class Sandbox:
                 self.engine.set_memory(self.container.id, limit)
                 restored = True
             except SandboxError as exc:  # the kernel cannot fit the sandbox in its limit
-                log.info("episode %s container %s: memory stays exhausted: %s",
-                         self.episode_id, self.container.name, exc)
+                log.info(
+                    "episode %s container %s: memory stays exhausted: %s",
+                    self.episode_id,
+                    self.container.name,
+                    exc,
+                )
                 restored = False
         return restored and reply is not None
 
@@ -247,12 +268,19 @@ class Sandbox:
         except ValueError as exc:  # no JSON, or not the protocol's (ProtocolError)
             log.warning(
                 "episode %s container %s: runner reply unusable (%s, exit %s); stderr=%r",
-                self.episode_id, self.container.name, exc, result.exit_code, stderr[-300:],
+                self.episode_id,
+                self.container.name,
+                exc,
+                result.exit_code,
+                stderr[-300:],
             )
-            raise self.broken(Evidence(
-                exit_code=result.exit_code,
-                exception="MemoryError" if result.exit_code == EXIT_NO_MEMORY else None,
-                detail=stderr or f"no reply (exit {result.exit_code})")) from exc
+            raise self.broken(
+                Evidence(
+                    exit_code=result.exit_code,
+                    exception="MemoryError" if result.exit_code == EXIT_NO_MEMORY else None,
+                    detail=stderr or f"no reply (exit {result.exit_code})",
+                )
+            ) from exc
         return Results(program, reply)
 
     def broken(self, evidence: Evidence, *, kill: bool = False) -> RunnerBroken | SandboxError:
@@ -264,11 +292,20 @@ class Sandbox:
             try:
                 self.kill_all()
             except SandboxError as exc:
-                log.warning("episode %s container %s: could not kill its processes: %s",
-                            self.episode_id, self.container.name, exc)
+                log.warning(
+                    "episode %s container %s: could not kill its processes: %s",
+                    self.episode_id,
+                    self.container.name,
+                    exc,
+                )
         failure = classify(evidence)
-        log.info("episode %s container %s: runner failed: %s (%s)", self.episode_id,
-                 self.container.name, failure.reason, failure.verdict.value)
+        log.info(
+            "episode %s container %s: runner failed: %s (%s)",
+            self.episode_id,
+            self.container.name,
+            failure.reason,
+            failure.verdict.value,
+        )
         if failure.ours:
             return SandboxError(failure.reason)
         return RunnerBroken(failure)
@@ -276,8 +313,11 @@ class Sandbox:
     def failure_of(self, results: Results) -> RunnerBroken | SandboxError:
         """The exception for a program whose operation raised (see `broken`)."""
         error = results.error
-        evidence = Evidence() if error is None else Evidence(
-            errno=error.errno, exception=error.exception, detail=error.message)
+        evidence = (
+            Evidence()
+            if error is None
+            else Evidence(errno=error.errno, exception=error.exception, detail=error.message)
+        )
         if evidence.errno is None and evidence.exception is None:
             evidence = replace(evidence, usage=self.engine.usage(self.container.id))
         failure = classify(evidence)
@@ -287,9 +327,7 @@ class Sandbox:
 
     def kill_all(self) -> None:
         """SIGKILL every process of the sandbox user, whatever session it escaped to."""
-        self.engine.exec(
-            self.container.id, ["kill", "-9", "-1"], user=self.user, timeout_s=10
-        )
+        self.engine.exec(self.container.id, ["kill", "-9", "-1"], user=self.user, timeout_s=10)
 
     def oom_killed(self) -> bool:
         return self.engine.oom_killed(self.container.id)

@@ -27,6 +27,7 @@ __all__ = [
     "unescape_dquoted",
 ]
 
+
 @dataclass(frozen=True, slots=True)
 class Word:
     """One shell word. `static` is false when it depends on a runtime expansion."""

@@ -59,16 +59,21 @@ def missing(wheel_dir: Path, requirements: list[str]) -> list[str]:
         wheels.setdefault(name, []).append((version, path))
     absent: dict[str, tuple[set[str], set[str]]] = {}  # name: (extras, specifiers)
     seen: set[tuple[str, frozenset[str]]] = set()
-    todo: list[tuple[Any, frozenset[str]]] = [(Requirement(line), frozenset())
-                                              for line in requirements]
+    todo: list[tuple[Any, frozenset[str]]] = [
+        (Requirement(line), frozenset()) for line in requirements
+    ]
     while todo:
         req, parent_extras = todo.pop()
         if req.marker is not None and not any(
-                req.marker.evaluate({"extra": extra}) for extra in parent_extras | {""}):
+            req.marker.evaluate({"extra": extra}) for extra in parent_extras | {""}
+        ):
             continue
         name = canonicalize_name(req.name)
-        found = [(version, path) for version, path in wheels.get(name, [])
-                 if req.specifier.contains(version, prereleases=True)]
+        found = [
+            (version, path)
+            for version, path in wheels.get(name, [])
+            if req.specifier.contains(version, prereleases=True)
+        ]
         if not found:
             extras, specifiers = absent.setdefault(name, (set(), set()))
             extras.update(req.extras)
@@ -80,8 +85,10 @@ def missing(wheel_dir: Path, requirements: list[str]) -> list[str]:
         seen.add(key)
         _, path = max(found, key=lambda pair: pair[0])
         todo += [(Requirement(dep), frozenset(req.extras)) for dep in requires_dist(path)]
-    return [name + (f"[{','.join(sorted(extras))}]" if extras else "") + ",".join(sorted(specs))
-            for name, (extras, specs) in absent.items()]
+    return [
+        name + (f"[{','.join(sorted(extras))}]" if extras else "") + ",".join(sorted(specs))
+        for name, (extras, specs) in absent.items()
+    ]
 
 
 def main() -> None:
@@ -94,18 +101,39 @@ def main() -> None:
                 tar.extractall(wheel_dir)
         requirements_file = wheel_dir / "requirements.txt"
         pip = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q",
-             "--no-index", "--find-links", str(wheel_dir), "-d", str(scratch),
-             "-r", str(requirements_file)],
-            capture_output=True, text=True, check=False)
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--disable-pip-version-check",
+                "-q",
+                "--no-index",
+                "--find-links",
+                str(wheel_dir),
+                "-d",
+                str(scratch),
+                "-r",
+                str(requirements_file),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if pip.returncode == 0:
             print(json.dumps({"complete": True}))
             return
         lines = [line.strip() for line in requirements_file.read_text().splitlines()]
         tail = "\n".join((pip.stdout + pip.stderr).splitlines()[-20:])
-        print(json.dumps({"complete": False,
-                          "missing": missing(wheel_dir, [line for line in lines if line]),
-                          "pip": tail}))
+        print(
+            json.dumps(
+                {
+                    "complete": False,
+                    "missing": missing(wheel_dir, [line for line in lines if line]),
+                    "pip": tail,
+                }
+            )
+        )
 
 
 main()

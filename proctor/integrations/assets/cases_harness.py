@@ -42,8 +42,14 @@ def _undumpable() -> None:
 
 def _load() -> dict[str, Any]:
     if not os.path.exists(DATA_PATH):  # imported outside a sandbox: nothing to test
-        return {"mode": "stdio", "solution": "solution.py", "fn_name": None, "timeout_s": 10,
-                "fail_fast": False, "cases": []}
+        return {
+            "mode": "stdio",
+            "solution": "solution.py",
+            "fn_name": None,
+            "timeout_s": 10,
+            "fail_fast": False,
+            "cases": [],
+        }
     _undumpable()
     with open(DATA_PATH, encoding="utf-8") as handle:
         data: dict[str, Any] = json.load(handle)
@@ -108,8 +114,13 @@ def _run(argv: list[str], stdin: str | None) -> tuple[int | None, str, str, bool
         "PYTHONIOENCODING": "utf-8",
     }
     proc = subprocess.Popen(
-        argv, cwd=HERE, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True,
+        argv,
+        cwd=HERE,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     timed_out = False
     try:
@@ -123,8 +134,12 @@ def _run(argv: list[str], stdin: str | None) -> tuple[int | None, str, str, bool
             out, err = b"", b""
     finally:
         _kill(proc)  # whatever it started in its session
-    return (None if timed_out else proc.returncode), out.decode("utf-8", "replace"), \
-        err.decode("utf-8", "replace"), timed_out
+    return (
+        (None if timed_out else proc.returncode),
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+        timed_out,
+    )
 
 
 def _lines(text: str) -> list[str]:
@@ -172,8 +187,10 @@ def check_stdio(case: dict[str, Any]) -> str | None:
     code, out, err, timed_out = _run([sys.executable, SOLUTION], case["stdin"])
     problem = _ran(code, err, timed_out)
     if problem is None and case["expected"] is not None and not same_output(out, case["expected"]):
-        problem = (f"wrong answer\n--- input\n{_shown(case['stdin'] or '')}\n--- expected\n"
-                   f"{_shown(case['expected'])}\n--- got\n{_shown(out)}")
+        problem = (
+            f"wrong answer\n--- input\n{_shown(case['stdin'] or '')}\n--- expected\n"
+            f"{_shown(case['expected'])}\n--- got\n{_shown(out)}"
+        )
     return problem
 
 
@@ -208,8 +225,10 @@ def check_call(case: dict[str, Any]) -> str | None:
     wrapped = isinstance(expected, list) and len(expected) == 1 and same_value(got, expected[0])
     if same_value(got, expected) or wrapped:
         return None
-    return (f"wrong answer\n--- arguments\n{_shown(case['args'])}\n--- expected\n"
-            f"{_shown(expected)}\n--- got\n{_shown(got)}")
+    return (
+        f"wrong answer\n--- arguments\n{_shown(case['args'])}\n--- expected\n"
+        f"{_shown(expected)}\n--- got\n{_shown(got)}"
+    )
 
 
 CHECKS = {"stdio": check_stdio, "program": check_program, "call": check_call}

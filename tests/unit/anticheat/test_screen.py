@@ -148,8 +148,10 @@ def test_task_context_from_spec() -> None:
 
     spec = TaskSpec(
         tests=TestSpec(files={"test_x.py": "def test(): pass\n"}),
-        repo=RepoSnapshot(archive="H4sIALjqDmsC/+3BAQ0AAADCoPdPbQ43oAAAAAAAAAAAAIA3A5reHScAKAAA",  # empty .tar.gz
-                           base_commit="a1b2c3d"),
+        repo=RepoSnapshot(
+            archive="H4sIALjqDmsC/+3BAQ0AAADCoPdPbQ43oAAAAAAAAAAAAIA3A5reHScAKAAA",  # empty .tar.gz
+            base_commit="a1b2c3d",
+        ),
         target_package="requests",
         pinned_version="2.31.0",
         protected_paths=["tests/"],

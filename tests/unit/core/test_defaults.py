@@ -8,8 +8,11 @@ from core import defaults
 from core.config import Settings
 
 # no constant: unset by default, or the machine's own (the hostname)
-UNSET = {name for name, field in Settings.model_fields.items()
-         if field.default is None or field.default_factory in (list, dict)}
+UNSET = {
+    name
+    for name, field in Settings.model_fields.items()
+    if field.default is None or field.default_factory in (list, dict)
+}
 DERIVED = {"host_id"}
 
 

@@ -10,8 +10,11 @@ from proctor.models import EpisodeStatus
 
 def families() -> dict[str, str]:
     """Each key family of core/keys.py → the key it builds (functions with `{}` holes)."""
-    built = {name: value for name, value in vars(keys).items()
-             if name.isupper() and isinstance(value, str) and name != "PREFIX"}
+    built = {
+        name: value
+        for name, value in vars(keys).items()
+        if name.isupper() and isinstance(value, str) and name != "PREFIX"
+    }
     for name, value in vars(keys).items():
         if callable(value) and getattr(value, "__module__", None) == keys.__name__:
             built[f"{name}()"] = value("{}")

@@ -9,20 +9,26 @@ from core import keys
 from core.store import EpisodeStore, MissingSandbox, SandboxState
 from proctor.models import EpisodeCreate, EpisodeMode, EpisodeResult, EpisodeStatus, Observation
 
-REQUEST = EpisodeCreate.model_validate({
-    "mode": "interactive", "task": {"tests": {"files": {"test_x.py": "def test_x(): pass"}}}})
+REQUEST = EpisodeCreate.model_validate(
+    {"mode": "interactive", "task": {"tests": {"files": {"test_x.py": "def test_x(): pass"}}}}
+)
 
 
 def state() -> SandboxState:
-    return SandboxState(host="host-1", container_id="c0ffee", container_name="proctor-sb-1",
-                        container_ip=None, keep=frozenset({"pytest.ini", "conftest.py"}),
-                        restore={"tests/test_x.py": "def test_x(): pass\n"},
-                        observation=Observation(output="a\nb\n", exit_code=0, duration_s=0.5),
-                        sandbox_start_s=0.25, warm=True)
+    return SandboxState(
+        host="host-1",
+        container_id="c0ffee",
+        container_name="proctor-sb-1",
+        container_ip=None,
+        keep=frozenset({"pytest.ini", "conftest.py"}),
+        restore={"tests/test_x.py": "def test_x(): pass\n"},
+        observation=Observation(output="a\nb\n", exit_code=0, duration_s=0.5),
+        sandbox_start_s=0.25,
+        warm=True,
+    )
 
 
-def created(store: EpisodeStore, request: EpisodeCreate = REQUEST,
-            dedup: str | None = None) -> str:
+def created(store: EpisodeStore, request: EpisodeCreate = REQUEST, dedup: str | None = None) -> str:
     admission = store.create([request], dedup_keys=[dedup], max_queued=100, dedup_ttl_s=60)
     assert not admission.refused
     return admission.ids[0]
@@ -53,8 +59,9 @@ def test_sandbox_state_round_trips_through_the_record(redis_client: redis.Redis)
 def test_an_ended_episode_moves_no_further(redis_client: redis.Redis) -> None:
     store = EpisodeStore(redis_client)
     episode_id = created(store)
-    ended = EpisodeResult(id=episode_id, status=EpisodeStatus.cancelled,
-                          mode=EpisodeMode.interactive)
+    ended = EpisodeResult(
+        id=episode_id, status=EpisodeStatus.cancelled, mode=EpisodeMode.interactive
+    )
     assert store.finish(ended)
     assert not store.finish(ended)
     assert not store.advance(episode_id, EpisodeStatus.running)
@@ -73,6 +80,7 @@ def test_identical_requests_share_until_one_fails(redis_client: redis.Redis) -> 
     redis_client.delete(dedup)
     first = created(store, request, dedup)
     assert created(store, request, dedup) == first
-    assert store.finish(EpisodeResult(id=first, status=EpisodeStatus.failed,
-                                      mode=EpisodeMode.oneshot))
+    assert store.finish(
+        EpisodeResult(id=first, status=EpisodeStatus.failed, mode=EpisodeMode.oneshot)
+    )
     assert created(store, request, dedup) != first

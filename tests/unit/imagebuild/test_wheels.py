@@ -25,8 +25,10 @@ def wheel(directory: Path, name: str, version: str, requires: list[str]) -> None
     dist = f"{name}-{version}"
     metadata = "".join(f"Requires-Dist: {req}\n" for req in requires)
     with zipfile.ZipFile(directory / f"{dist}-py3-none-any.whl", "w") as archive:
-        archive.writestr(f"{dist}.dist-info/METADATA",
-                         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{metadata}")
+        archive.writestr(
+            f"{dist}.dist-info/METADATA",
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{metadata}",
+        )
         archive.writestr(f"{dist}.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-any\n")
         archive.writestr(f"{dist}.dist-info/RECORD", "")
 
@@ -37,19 +39,29 @@ def check(directory: Path) -> dict[str, object]:
         tar.add(directory, arcname=".")
     # this host's pip stands in for the base's; its config may add find-links of its own
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": ""}
-    done = subprocess.run([sys.executable, "-c", WHEELCHECK.read_text()],
-                          input=buffer.getvalue(), capture_output=True, env=env, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", WHEELCHECK.read_text()],
+        input=buffer.getvalue(),
+        capture_output=True,
+        env=env,
+        check=True,
+    )
     verdict: dict[str, object] = json.loads(done.stdout)
     return verdict
 
 
 def test_missing_follows_markers_and_extras_of_the_wheels(tmp_path: Path) -> None:
-    wheel(tmp_path, "pctest_top", "1.0", [
-        "pctest_present>=1",
-        "pctest_absent>=2; python_version >= '3'",
-        "pctest_never; python_version < '3'",
-        "pctest_extra_dep; extra == 'server'",
-    ])
+    wheel(
+        tmp_path,
+        "pctest_top",
+        "1.0",
+        [
+            "pctest_present>=1",
+            "pctest_absent>=2; python_version >= '3'",
+            "pctest_never; python_version < '3'",
+            "pctest_extra_dep; extra == 'server'",
+        ],
+    )
     wheel(tmp_path, "pctest_present", "1.5", ["pctest_absent<9"])
     (tmp_path / "requirements.txt").write_text("pctest_top[server]\n")
     verdict = check(tmp_path)
@@ -76,8 +88,14 @@ def test_the_knobs_default_as_build_sh_did(tmp_path: Path) -> None:
     assert config.pip == (str(ROOT / ".venv" / "bin" / "python"), "-m", "pip")
     assert config.host_python == f"{sys.version_info[0]}.{sys.version_info[1]}"
 
-    told = BuildConfig.from_env({"PIP": f"{sys.executable} -m pip", "PULL_TIMEOUT": "3",
-                                 "BASE_IMAGE": "proctor/base:bookworm"}, repo=ROOT)
+    told = BuildConfig.from_env(
+        {
+            "PIP": f"{sys.executable} -m pip",
+            "PULL_TIMEOUT": "3",
+            "BASE_IMAGE": "proctor/base:bookworm",
+        },
+        repo=ROOT,
+    )
     assert told.pip == (sys.executable, "-m", "pip")
     assert (told.pull_timeout_s, told.base_image) == (3, "proctor/base:bookworm")
     with pytest.raises(ImageBuildError, match="PULL_TIMEOUT"):
@@ -90,7 +108,9 @@ def test_judge_sh_reads_the_pins_of_the_image_build() -> None:
     text = script.read_text()
     start = text.index("read -r LLAMA_VERSION")
     end = text.index("readonly LLAMA_VERSION")
-    snippet = (f'repo={ROOT}; py={sys.executable}; die() {{ exit 1; }}\n{text[start:end]}'
-               'echo "$LLAMA_VERSION $SMOLLM_VERSION $MODEL_ALIAS"')
+    snippet = (
+        f"repo={ROOT}; py={sys.executable}; die() {{ exit 1; }}\n{text[start:end]}"
+        'echo "$LLAMA_VERSION $SMOLLM_VERSION $MODEL_ALIAS"'
+    )
     done = subprocess.run(["bash", "-c", snippet], capture_output=True, text=True, check=True)
     assert done.stdout.split() == [pins.LLAMA_VERSION, pins.SMOLLM_VERSION, pins.MODEL_ALIAS]

@@ -42,25 +42,29 @@ class FakeProctor:
         if request.method == "POST" and path == "/v1/episodes/batch":
             if self.overloaded_times > 0:
                 self.overloaded_times -= 1
-                return httpx.Response(429, headers={"Retry-After": "0"},
-                                      json={"error": {"message": "full"}})
+                return httpx.Response(
+                    429, headers={"Retry-After": "0"}, json={"error": {"message": "full"}}
+                )
             episodes = [EpisodeCreate.model_validate(e) for e in body["episodes"]]
             if any(e.task.image in self.refuse_images for e in episodes):
                 return httpx.Response(422, json={"error": {"message": "unknown image"}})
             return httpx.Response(202, json={"ids": [self._add(e) for e in episodes]})
         if request.method == "POST" and path == "/v1/episodes":
             episode_id = self._add(EpisodeCreate.model_validate(body))
-            return httpx.Response(201, json={"id": episode_id, "status": "running",
-                                             "observation": {"output": ""}})
+            return httpx.Response(
+                201, json={"id": episode_id, "status": "running", "observation": {"output": ""}}
+            )
         parts = path.strip("/").split("/")
         episode_id = parts[2]
         if request.method == "GET":
             return httpx.Response(200, json=self.result(episode_id).model_dump(mode="json"))
         if parts[-1] == "actions":
             self.actions.append(body)
-            step = StepResult(id=episode_id, step=len(self.actions),
-                              observation=Observation(output=f"ran {body.get('command')}\n",
-                                                      exit_code=0))
+            step = StepResult(
+                id=episode_id,
+                step=len(self.actions),
+                observation=Observation(output=f"ran {body.get('command')}\n", exit_code=0),
+            )
             return httpx.Response(200, json=step.model_dump(mode="json"))
         if parts[-1] == "finish":
             return httpx.Response(200, json=self.result(episode_id).model_dump(mode="json"))
@@ -77,17 +81,29 @@ class FakeProctor:
         if episode.solution is None:  # interactive: graded by the commands it ran
             text = " ".join(str(a.get("command")) for a in self.actions)
         if "INFRA" in text:
-            return EpisodeResult(id=episode_id, status=EpisodeStatus.failed,
-                                 verdict=Verdict.infra_error, error="docker is down")
+            return EpisodeResult(
+                id=episode_id,
+                status=EpisodeStatus.failed,
+                verdict=Verdict.infra_error,
+                error="docker is down",
+            )
         right = "RIGHT" in text
-        tests = [TestCase(name="test_proctor_cases.py::test_case[case_0]",
-                          outcome=TestOutcome.passed if right else TestOutcome.failed)]
+        tests = [
+            TestCase(
+                name="test_proctor_cases.py::test_case[case_0]",
+                outcome=TestOutcome.passed if right else TestOutcome.failed,
+            )
+        ]
         return EpisodeResult(
-            id=episode_id, status=EpisodeStatus.completed, reward=1.0 if right else 0.0,
-            passed=right, verdict=Verdict.passed if right else Verdict.failed, tests=tests)
+            id=episode_id,
+            status=EpisodeStatus.completed,
+            reward=1.0 if right else 0.0,
+            passed=right,
+            verdict=Verdict.passed if right else Verdict.failed,
+            tests=tests,
+        )
 
 
 @pytest.fixture
 def fake() -> Iterator[FakeProctor]:
     yield FakeProctor()
-

@@ -65,8 +65,10 @@ def test_stdio_cases_become_one_test_per_case() -> None:
     assert set(episode.task.tests.files) == {TEST_FILE, CASES_FILE}
     data = cases_of(episode)
     assert data["mode"] == "stdio"
-    assert data["cases"] == [{"stdin": "1 2\n", "expected": "3\n"},
-                             {"stdin": "3 4\n", "expected": "7\n"}]
+    assert data["cases"] == [
+        {"stdin": "1 2\n", "expected": "3\n"},
+        {"stdin": "3 4\n", "expected": "7\n"},
+    ]
     assert episode.task.limits.timeout_s == 2 * 10.0 + 15.0
     assert data["fail_fast"] is True  # binary scoring: the first failure decides
 
@@ -75,7 +77,8 @@ def test_ground_truth_may_be_json_text_and_apps_nests_it() -> None:
     inner = json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]})
     for ground_truth in (inner, json.dumps({"input_output": inner}), {"input_output": inner}):
         assert cases_of(episode_for(ground_truth, "print(1)"))["cases"] == [
-            {"stdin": "1\n", "expected": "1\n"}]
+            {"stdin": "1\n", "expected": "1\n"}
+        ]
 
 
 def test_call_based_inputs_are_json_lines_or_lists() -> None:
@@ -86,7 +89,8 @@ def test_call_based_inputs_are_json_lines_or_lists() -> None:
     assert data["cases"] == [{"args": [[1, 2], 3], "expected": 6}, {"args": [], "expected": [0]}]
     apps_style = {"inputs": [[[1, 2], 3]], "outputs": [[6]], "fn_name": "f"}
     assert cases_of(episode_for(apps_style, ""))["cases"] == [
-        {"args": [[1, 2], 3], "expected": [6]}]
+        {"args": [[1, 2], 3], "expected": [6]}
+    ]
 
 
 def test_assert_cases_append_to_the_solution() -> None:
@@ -111,8 +115,7 @@ def test_a_proctor_task_is_used_as_it_is() -> None:
 
 
 def test_options_set_limits_scoring_and_case_count() -> None:
-    options = CodeTaskOptions(case_timeout_s=2, memory_mb=256, scoring=Scoring.partial,
-                              max_cases=1)
+    options = CodeTaskOptions(case_timeout_s=2, memory_mb=256, scoring=Scoring.partial, max_cases=1)
     episode = episode_for({"inputs": ["1", "2"], "outputs": ["1", "2"]}, "", options)
     assert len(cases_of(episode)["cases"]) == 1
     assert (episode.task.limits.timeout_s, episode.task.limits.memory_mb) == (17.0, 256)
@@ -120,15 +123,18 @@ def test_options_set_limits_scoring_and_case_count() -> None:
     assert cases_of(episode)["fail_fast"] is False  # every case counts towards the fraction
 
 
-@pytest.mark.parametrize("ground_truth", [
-    "not json",
-    json.dumps([1, 2]),
-    {"inputs": ["1"], "outputs": []},
-    {"inputs": [], "outputs": []},
-    {"something": "else"},
-    {"inputs": ["not json"], "outputs": ["1"], "fn_name": "f"},
-    {"tests": {"files": {"/etc/passwd": "x"}}},
-])
+@pytest.mark.parametrize(
+    "ground_truth",
+    [
+        "not json",
+        json.dumps([1, 2]),
+        {"inputs": ["1"], "outputs": []},
+        {"inputs": [], "outputs": []},
+        {"something": "else"},
+        {"inputs": ["not json"], "outputs": ["1"], "fn_name": "f"},
+        {"tests": {"files": {"/etc/passwd": "x"}}},
+    ],
+)
 def test_malformed_ground_truths_are_data_errors(ground_truth: Any) -> None:
     with pytest.raises(GroundTruthError):
         episode_for(ground_truth, "print(1)")
@@ -137,8 +143,11 @@ def test_malformed_ground_truths_are_data_errors(ground_truth: Any) -> None:
 def test_labels_resolve_as_json_or_through_the_catalog(tmp_path: Path) -> None:
     path = tmp_path / "tasks.jsonl"
     path.write_text(
-        json.dumps({"id": "add", "inputs": ["1 2"], "outputs": ["3"]}) + "\n\n"
-        + json.dumps({"id": "t2", "ground_truth": {"assert_case": ["assert True"]}}) + "\n")
+        json.dumps({"id": "add", "inputs": ["1 2"], "outputs": ["3"]})
+        + "\n\n"
+        + json.dumps({"id": "t2", "ground_truth": {"assert_case": ["assert True"]}})
+        + "\n"
+    )
     catalog = load_catalog(path)
     assert resolve_label("add", catalog) == {"inputs": ["1 2"], "outputs": ["3"]}
     assert resolve_label("t2", catalog) == {"assert_case": ["assert True"]}
@@ -159,13 +168,32 @@ def grade(episode: EpisodeCreate, directory: Path) -> Score:
         (directory / path).write_text(content)
     report = directory / "report.xml"
     run = subprocess.run(
-        [sys.executable, "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         f"--junitxml={report}", "-o", "junit_family=xunit1", TEST_FILE],
-        cwd=directory, capture_output=True, text=True, timeout=120, check=False)
+        [
+            sys.executable,
+            "-I",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+            "-o",
+            "junit_family=xunit1",
+            TEST_FILE,
+        ],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     # sealed as the grader plugin seals it in the sandbox (the seal is tested on its own)
     xml = sealed(report.read_text()) if report.exists() else None
-    return score(TestRun(exit_code=run.returncode, timed_out=False, oom_killed=False,
-                         report_xml=xml), episode.task.tests, episode.task.scoring)
+    return score(
+        TestRun(exit_code=run.returncode, timed_out=False, oom_killed=False, report_xml=xml),
+        episode.task.tests,
+        episode.task.scoring,
+    )
 
 
 def outcomes(result: Score) -> list[TestOutcome]:
@@ -173,13 +201,14 @@ def outcomes(result: Score) -> list[TestOutcome]:
 
 
 def test_stdio_output_is_compared_like_verl_and_sandboxfusion(tmp_path: Path) -> None:
-    truth = {"inputs": ["1 2\n", "2 2\n", "0.1 0.2\n"],
-             "outputs": ["3", "4  \n\n\n", "0.30000001\n"]}
+    truth = {
+        "inputs": ["1 2\n", "2 2\n", "0.1 0.2\n"],
+        "outputs": ["3", "4  \n\n\n", "0.30000001\n"],
+    }
     program = "a, b = map(float, input().split())\nr = a + b\nprint(int(r) if r == int(r) else r)"
     result = grade(episode_for(truth, program), tmp_path)
     assert (result.verdict, result.reward) == (Verdict.passed, 1.0)
-    assert [c.name for c in result.tests] == [
-        f"{TEST_FILE}::test_case[case_{i}]" for i in range(3)]
+    assert [c.name for c in result.tests] == [f"{TEST_FILE}::test_case[case_{i}]" for i in range(3)]
 
 
 def test_a_wrong_answer_fails_its_case_and_skips_the_rest(tmp_path: Path) -> None:
@@ -198,11 +227,16 @@ def test_partial_scoring_runs_every_case(tmp_path: Path) -> None:
 
 
 def test_call_based_cases_find_functions_and_methods(tmp_path: Path) -> None:
-    truth = {"inputs": ["[1, 2]\n3", "[5]\n1", "[]\n0"], "outputs": ["6", "[6]", "0"],
-             "fn_name": "total"}
-    program = ("class Solution:\n    def total(self, xs: List[int], k: int) -> int:\n"
-               "        print('debug output does not garble the answer')\n"
-               "        return sum(xs) + k\n")
+    truth = {
+        "inputs": ["[1, 2]\n3", "[5]\n1", "[]\n0"],
+        "outputs": ["6", "[6]", "0"],
+        "fn_name": "total",
+    }
+    program = (
+        "class Solution:\n    def total(self, xs: List[int], k: int) -> int:\n"
+        "        print('debug output does not garble the answer')\n"
+        "        return sum(xs) + k\n"
+    )
     result = grade(episode_for(truth, program), tmp_path)
     assert (result.verdict, outcomes(result)) == (Verdict.passed, [TestOutcome.passed] * 3)
 
@@ -229,9 +263,11 @@ def test_a_syntax_error_is_a_compile_error(tmp_path: Path) -> None:
 
 def test_the_solution_cannot_read_the_expected_outputs(tmp_path: Path) -> None:
     # the cases file is deleted before the solution runs, so it cannot print the answers
-    peek = ("import glob, json\n"
-            "for path in glob.glob('*.json'):\n"
-            "    print(json.load(open(path))['cases'][0]['expected'])\n")
+    peek = (
+        "import glob, json\n"
+        "for path in glob.glob('*.json'):\n"
+        "    print(json.load(open(path))['cases'][0]['expected'])\n"
+    )
     truth = {"inputs": ["secret question\n"], "outputs": ["secret answer\n"]}
     result = grade(episode_for(truth, peek), tmp_path)
     assert result.verdict is Verdict.failed
@@ -242,8 +278,10 @@ def test_the_solution_cannot_read_the_expected_outputs(tmp_path: Path) -> None:
 
 
 def test_run_episodes_submits_one_batch_and_reads_each_result(fake: FakeProctor) -> None:
-    episodes = [episode_for({"inputs": ["1"], "outputs": ["1"]}, text)
-                for text in ("RIGHT", "WRONG", "INFRA")]
+    episodes = [
+        episode_for({"inputs": ["1"], "outputs": ["1"]}, text)
+        for text in ("RIGHT", "WRONG", "INFRA")
+    ]
     with Client("http://proctor", transport=fake.transport) as client:
         results = run_episodes(client, episodes, timeout_s=10)
     assert [getattr(r, "reward", "err") for r in results] == [1.0, 0.0, None]
@@ -272,6 +310,7 @@ async def test_run_episodes_async_waits_out_backpressure(fake: FakeProctor) -> N
 
 def test_an_unreachable_service_is_an_error_in_every_slot() -> None:
     with Client("http://127.0.0.1:9", timeout_s=2) as client:
-        results = run_episodes(client, [episode_for('{"inputs":["1"],"outputs":["1"]}', "x")],
-                               timeout_s=5)
+        results = run_episodes(
+            client, [episode_for('{"inputs":["1"],"outputs":["1"]}', "x")], timeout_s=5
+        )
     assert isinstance(results[0], Unavailable)

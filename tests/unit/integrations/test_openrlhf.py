@@ -36,8 +36,11 @@ def test_the_response_is_the_query_without_prompt_and_end_markers() -> None:
 def test_labels_become_episodes_or_data_errors(tmp_path: Path) -> None:
     catalog = {"echo": {"inputs": ["1\n"], "outputs": ["1\n"]}}
     built = openrlhf.build_episodes(
-        [query("print(input())")] * 3, [PROMPT] * 3, [STDIO, "echo", "no-such-task"],
-        catalog=catalog)
+        [query("print(input())")] * 3,
+        [PROMPT] * 3,
+        [STDIO, "echo", "no-such-task"],
+        catalog=catalog,
+    )
     assert isinstance(built[0], EpisodeCreate) and isinstance(built[1], EpisodeCreate)
     assert built[0].solution is not None
     assert built[0].solution.files == {"solution.py": "print(input())\n"}
@@ -48,14 +51,18 @@ def test_labels_become_episodes_or_data_errors(tmp_path: Path) -> None:
 
 
 def test_the_answer_has_a_number_for_every_sample_and_fixed_numeric_logs() -> None:
-    passed = EpisodeResult(id="a", status=EpisodeStatus.completed, reward=1.0, passed=True,
-                           verdict=Verdict.passed)
-    timed_out = EpisodeResult(id="b", status=EpisodeStatus.completed, reward=0.0, passed=False,
-                              verdict=Verdict.timeout)
-    broken = EpisodeResult(id="c", status=EpisodeStatus.failed, verdict=Verdict.infra_error,
-                           error="docker is down")
+    passed = EpisodeResult(
+        id="a", status=EpisodeStatus.completed, reward=1.0, passed=True, verdict=Verdict.passed
+    )
+    timed_out = EpisodeResult(
+        id="b", status=EpisodeStatus.completed, reward=0.0, passed=False, verdict=Verdict.timeout
+    )
+    broken = EpisodeResult(
+        id="c", status=EpisodeStatus.failed, verdict=Verdict.infra_error, error="docker is down"
+    )
     body = openrlhf.reward_body(
-        [passed, timed_out, broken, GroundTruthError("bad label"), OSError("unreachable")])
+        [passed, timed_out, broken, GroundTruthError("bad label"), OSError("unreachable")]
+    )
     assert body["rewards"] == [1.0, 0.0, 0.0, 0.0, 0.0]
     assert body["scores"] == body["rewards"]
     logs = body["extra_logs"]
@@ -64,26 +71,39 @@ def test_the_answer_has_a_number_for_every_sample_and_fixed_numeric_logs() -> No
     assert logs["timeout"] == [0.0, 1.0, 0.0, 0.0, 0.0]
     assert all(isinstance(v, float) for values in logs.values() for v in values)
     assert [d["error"] for d in body["proctor"]][2:] == [
-        "docker is down", "label: bad label", "unreachable"]
+        "docker is down",
+        "label: bad label",
+        "unreachable",
+    ]
     assert json.loads(json.dumps(body)) == body
 
 
 def test_reward_func_as_openrlhf_calls_it(fake: FakeProctor) -> None:
     # SingleTurnAgentExecutor: asyncio.to_thread(reward_func, [query], [prompt], [label])
-    body = openrlhf.reward_func([query("print('RIGHT')")], [PROMPT], [STDIO],
-                                proctor_url="http://proctor", transport=fake.transport)
+    body = openrlhf.reward_func(
+        [query("print('RIGHT')")],
+        [PROMPT],
+        [STDIO],
+        proctor_url="http://proctor",
+        transport=fake.transport,
+    )
     assert (body["rewards"], body["scores"]) == ([1.0], [1.0])
     assert body["extra_logs"]["passed"] == [1.0]
-    body = openrlhf.reward_func([query("INFRA"), query("x"), query("WRONG")],
-                                [PROMPT] * 3, [STDIO, "nope", STDIO],
-                                proctor_url="http://proctor", transport=fake.transport)
+    body = openrlhf.reward_func(
+        [query("INFRA"), query("x"), query("WRONG")],
+        [PROMPT] * 3,
+        [STDIO, "nope", STDIO],
+        proctor_url="http://proctor",
+        transport=fake.transport,
+    )
     assert body["rewards"] == [0.0, 0.0, 0.0]
     assert body["extra_logs"]["infra_error"] == [1.0, 0.0, 0.0]
     assert body["proctor"][1]["error"].startswith("label:")
 
 
-def test_the_catalog_comes_from_the_environment(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_catalog_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "tasks.jsonl"
     path.write_text(json.dumps({"id": "echo", "inputs": ["1"], "outputs": ["1"]}) + "\n")
     monkeypatch.setenv("PROCTOR_TASKS_FILE", str(path))
@@ -104,8 +124,14 @@ async def steps(session: openrlhf.ProctorAgentSession, actions: list[str]) -> li
     assert reset == {"observation": PROMPT}
     results = []
     for action in actions:
-        result = await session.step({"observation_text": PROMPT, "action_text": action,
-                                     "label": TASK, "sampling_params": "params"})
+        result = await session.step(
+            {
+                "observation_text": PROMPT,
+                "action_text": action,
+                "label": TASK,
+                "sampling_params": "params",
+            }
+        )
         results.append(result)
         if result["done"]:
             break
@@ -126,8 +152,9 @@ async def test_the_agent_acts_then_submits_for_the_reward(fake: FakeProctor) -> 
 
 
 async def test_the_agent_ends_when_its_step_budget_runs_out(fake: FakeProctor) -> None:
-    session = openrlhf.ProctorAgentSession(url="http://proctor", transport=fake.transport,
-                                           max_steps=2)
+    session = openrlhf.ProctorAgentSession(
+        url="http://proctor", transport=fake.transport, max_steps=2
+    )
     results = await steps(session, ["```bash\nls\n```"] * 5)
     assert [r["done"] for r in results] == [False, True]
     assert results[-1]["rewards"].item() == 0.0

@@ -37,10 +37,18 @@ def b64(text: str) -> str:
 
 
 def test_a_request_as_verl_sends_it_becomes_a_one_shot_episode() -> None:
-    request = RunCodeRequest.model_validate({
-        "compile_timeout": 10, "run_timeout": 3, "code": "print(input())", "stdin": "hi\n",
-        "memory_limit_MB": 256, "language": "python", "files": {}, "fetch_files": [],
-    })
+    request = RunCodeRequest.model_validate(
+        {
+            "compile_timeout": 10,
+            "run_timeout": 3,
+            "code": "print(input())",
+            "stdin": "hi\n",
+            "memory_limit_MB": 256,
+            "language": "python",
+            "files": {},
+            "fetch_files": [],
+        }
+    )
     episode = run_code_episode(request)
     assert episode.solution is not None
     assert episode.solution.files == {"main.py": "print(input())"}
@@ -52,8 +60,9 @@ def test_a_request_as_verl_sends_it_becomes_a_one_shot_episode() -> None:
 
 
 def test_defaults_files_and_languages() -> None:
-    request = RunCodeRequest(code="cat data.txt", language="bash",
-                             files={"data.txt": b64("x"), "skipped": None})
+    request = RunCodeRequest(
+        code="cat data.txt", language="bash", files={"data.txt": b64("x"), "skipped": None}
+    )
     episode = run_code_episode(request)
     assert episode.task.files == {"data.txt": "x"}
     assert episode.task.tests.command == "bash main.sh"  # no stdin: nothing redirected
@@ -61,11 +70,14 @@ def test_defaults_files_and_languages() -> None:
     assert RunCodeRequest(code="x").language == "python"
 
 
-@pytest.mark.parametrize(("fields", "message"), [
-    ({"language": "cpp"}, "language 'cpp'"),
-    ({"files": {"blob.bin": base64.b64encode(b"\xff\xfe").decode()}}, "UTF-8"),
-    ({"files": {"x": "not base64!"}}, "UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"language": "cpp"}, "language 'cpp'"),
+        ({"files": {"blob.bin": base64.b64encode(b"\xff\xfe").decode()}}, "UTF-8"),
+        ({"files": {"x": "not base64!"}}, "UTF-8"),
+    ],
+)
 def test_what_cannot_run_here_is_unsupported(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(UnsupportedRequest, match=message):
         run_code_episode(RunCodeRequest(code="x", **fields))
@@ -78,19 +90,24 @@ def result(verdict: Verdict, **fields: Any) -> EpisodeResult:
         "status": EpisodeStatus.completed if finished else EpisodeStatus.failed,
         "verdict": verdict,
         "reward": (1.0 if verdict is Verdict.passed else 0.0) if finished else None,
-        "stdout": "out", "stderr": "err",
-        "timings": Timings(run_s=0.5), "sandbox": SandboxInfo(host="worker-1"),
+        "stdout": "out",
+        "stderr": "err",
+        "timings": Timings(run_s=0.5),
+        "sandbox": SandboxInfo(host="worker-1"),
     }
     return EpisodeResult(**{**base, **fields})
 
 
-@pytest.mark.parametrize(("outcome", "status", "run_status", "code"), [
-    (result(Verdict.passed, exit_code=0), "Success", "Finished", 0),
-    (result(Verdict.failed, exit_code=1), "Failed", "Finished", 1),
-    (result(Verdict.oom, exit_code=137), "Failed", "Finished", 137),
-    (result(Verdict.timeout, exit_code=None), "Failed", "TimeLimitExceeded", None),
-    (result(Verdict.cheat, exit_code=0), "Failed", "Finished", 1),
-])
+@pytest.mark.parametrize(
+    ("outcome", "status", "run_status", "code"),
+    [
+        (result(Verdict.passed, exit_code=0), "Success", "Finished", 0),
+        (result(Verdict.failed, exit_code=1), "Failed", "Finished", 1),
+        (result(Verdict.oom, exit_code=137), "Failed", "Finished", 137),
+        (result(Verdict.timeout, exit_code=None), "Failed", "TimeLimitExceeded", None),
+        (result(Verdict.cheat, exit_code=0), "Failed", "Finished", 1),
+    ],
+)
 def test_results_map_to_sandboxfusion_statuses(
     outcome: EpisodeResult, status: str, run_status: str, code: int | None
 ) -> None:
@@ -98,8 +115,13 @@ def test_results_map_to_sandboxfusion_statuses(
     assert response["status"] == status
     assert response["message"] == ""
     assert response["compile_result"] is None
-    assert response["run_result"] == {"status": run_status, "execution_time": 0.5,
-                                      "return_code": code, "stdout": "out", "stderr": "err"}
+    assert response["run_result"] == {
+        "status": run_status,
+        "execution_time": 0.5,
+        "return_code": code,
+        "stdout": "out",
+        "stderr": "err",
+    }
     assert response["executor_pod_name"] == "worker-1"
     assert response["files"] == {}
 
@@ -114,8 +136,15 @@ def test_infrastructure_failures_are_sandbox_errors() -> None:
 
 def resources_with_tokens(*tokens: str) -> Resources:
     settings = Settings(api_tokens=list(tokens))
-    return Resources(settings=settings, redis=None, aredis=None, store=None,  # type: ignore[arg-type]
-                     queue=None, events=None, replies=None)  # type: ignore[arg-type]
+    return Resources(
+        settings=settings,
+        redis=None,
+        aredis=None,
+        store=None,  # type: ignore[arg-type]
+        queue=None,
+        events=None,
+        replies=None,
+    )  # type: ignore[arg-type]
 
 
 def test_adapters_take_the_token_from_the_url_when_no_header_is_sent() -> None:

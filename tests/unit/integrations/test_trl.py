@@ -46,8 +46,10 @@ def test_completions_may_be_text_or_messages() -> None:
 async def test_a_batch_is_fanned_out_at_once_and_failures_are_none(fake: FakeProctor) -> None:
     reward = make_reward_func("http://proctor", transport=fake.transport, name="code")
     logs = Logs()
-    completions = [[{"role": "assistant", "content": f"```python\n{text}\n```"}]
-                   for text in ("RIGHT", "WRONG", "INFRA", "RIGHT")]
+    completions = [
+        [{"role": "assistant", "content": f"```python\n{text}\n```"}]
+        for text in ("RIGHT", "WRONG", "INFRA", "RIGHT")
+    ]
     rewards = await reward(
         prompts=[[{"role": "user", "content": "echo"}]] * 4,
         completions=completions,
@@ -65,8 +67,9 @@ async def test_a_batch_is_fanned_out_at_once_and_failures_are_none(fake: FakePro
 
 
 async def test_the_task_column_can_be_renamed(fake: FakeProctor) -> None:
-    reward = make_reward_func("http://proctor", transport=fake.transport,
-                              task_column="verification")
+    reward = make_reward_func(
+        "http://proctor", transport=fake.transport, task_column="verification"
+    )
     assert await reward(prompts=["p"], completions=["RIGHT"], verification=[STDIO]) == [1.0]
     with pytest.raises(KeyError, match="verification"):
         await reward(prompts=["p"], completions=["RIGHT"], task=[STDIO])

@@ -46,8 +46,12 @@ def completion(code: str) -> str:
 
 def test_the_naive_manager_call_gets_a_dict_with_the_score(fake: FakeProctor) -> None:
     fn = partial(_call_with_kwargs, verl.compute_score, reward_kwargs(fake))
-    row = fn(data_source="codecontests", solution_str=completion("print('RIGHT')"),
-             ground_truth=STDIO, extra_info={"index": 7, "num_turns": None})
+    row = fn(
+        data_source="codecontests",
+        solution_str=completion("print('RIGHT')"),
+        ground_truth=STDIO,
+        extra_info={"index": 7, "num_turns": None},
+    )
     assert row["score"] == 1.0
     assert row["acc"] == 1.0
     assert (row["verdict"], row["tests_passed"], row["tests_total"]) == ("passed", 1, 1)
@@ -61,8 +65,13 @@ def test_the_naive_manager_call_gets_a_dict_with_the_score(fake: FakeProctor) ->
 def test_every_sample_returns_the_same_keys_and_types(fake: FakeProctor) -> None:
     rows = verl.compute_score_batch(
         data_sources=["a"] * 5,
-        solution_strs=[completion("RIGHT"), completion("WRONG"), completion("INFRA"),
-                       completion("RIGHT"), "anything"],
+        solution_strs=[
+            completion("RIGHT"),
+            completion("WRONG"),
+            completion("INFRA"),
+            completion("RIGHT"),
+            "anything",
+        ],
         ground_truths=[STDIO, STDIO, STDIO, "{not json", verl.TOOL_REWARD],
         extra_infos=[{}, {}, {}, {}, {"tool_rewards": [1.0]}],
         **reward_kwargs(fake),
@@ -78,9 +87,12 @@ def test_every_sample_returns_the_same_keys_and_types(fake: FakeProctor) -> None
 
 def test_the_batch_manager_submits_the_batch_in_one_request(fake: FakeProctor) -> None:
     rows = verl.compute_score_batch(
-        data_sources=["apps"] * 3, solution_strs=[completion("RIGHT")] * 3,
-        ground_truths=[STDIO] * 3, extra_infos=[{"rollout_reward_scores": {}}] * 3,
-        **reward_kwargs(fake))
+        data_sources=["apps"] * 3,
+        solution_strs=[completion("RIGHT")] * 3,
+        ground_truths=[STDIO] * 3,
+        extra_infos=[{"rollout_reward_scores": {}}] * 3,
+        **reward_kwargs(fake),
+    )
     assert [r["score"] for r in rows] == [1.0, 1.0, 1.0]
     assert [p for m, p in fake.requests if m == "POST"] == ["/v1/episodes/batch"]
 
@@ -97,14 +109,22 @@ def test_the_prime_manager_gets_a_number_from_a_positional_call(fake: FakeProcto
 async def test_the_reward_loop_awaits_the_async_variant(fake: FakeProctor) -> None:
     fn = partial(_call_with_kwargs_async, verl.compute_score_async, reward_kwargs(fake))
     assert inspect.iscoroutinefunction(fn)  # how verl decides to await it
-    row = await fn(data_source="x", solution_str=completion("WRONG"), ground_truth=STDIO,
-                   extra_info={})
+    row = await fn(
+        data_source="x", solution_str=completion("WRONG"), ground_truth=STDIO, extra_info={}
+    )
     assert (row["score"], row["verdict"], tuple(row)) == (0.0, "failed", verl.RESULT_KEYS)
 
 
 def test_unknown_keyword_arguments_from_verl_are_ignored(fake: FakeProctor) -> None:
-    row = verl.compute_score("x", completion("RIGHT"), STDIO, None, reward_router_address=None,
-                             reward_model_tokenizer=None, **reward_kwargs(fake))
+    row = verl.compute_score(
+        "x",
+        completion("RIGHT"),
+        STDIO,
+        None,
+        reward_router_address=None,
+        reward_model_tokenizer=None,
+        **reward_kwargs(fake),
+    )
     assert row["score"] == 1.0
 
 
@@ -115,16 +135,23 @@ TASK = {"tests": {"files": {"test_x.py": "def test_x(): pass"}}}
 
 def tool(action: str, fake: FakeProctor) -> Any:
     return verl.ProctorTool(
-        {"type": "native", "action": action, "proctor_url": "http://proctor",
-         "transport": fake.transport}, None)
+        {
+            "type": "native",
+            "action": action,
+            "proctor_url": "http://proctor",
+            "transport": fake.transport,
+        },
+        None,
+    )
 
 
 async def call(tool_: Any, parameters: dict[str, Any], trajectory: str) -> tuple[Any, Any, Any]:
     """One tool call the way verl's ToolAgentLoop._call_tool makes it."""
     instance_id, _ = await tool_.create(create_kwargs={"task": TASK})
     try:
-        return await tool_.execute(instance_id, parameters,
-                                   agent_data=SimpleNamespace(request_id=trajectory))
+        return await tool_.execute(
+            instance_id, parameters, agent_data=SimpleNamespace(request_id=trajectory)
+        )
     finally:
         await tool_.release(instance_id)
 
@@ -168,8 +195,13 @@ def test_a_task_the_service_refuses_is_a_wrong_sample_not_an_infra_error(
 ) -> None:
     # a 4xx refusal (an image or a limit this deployment does not serve) is the data's fault
     fake.refuse_images = {"nope"}
-    row = verl.compute_score(data_source="a", solution_str=completion("RIGHT"),
-                             ground_truth=STDIO, **reward_kwargs(fake), image="nope")
+    row = verl.compute_score(
+        data_source="a",
+        solution_str=completion("RIGHT"),
+        ground_truth=STDIO,
+        **reward_kwargs(fake),
+        image="nope",
+    )
     assert (row["score"], row["infra_error"]) == (0.0, 0.0)
     assert row["error"].startswith("refused:")
     assert "unknown image" in row["error"]

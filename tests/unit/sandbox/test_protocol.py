@@ -50,8 +50,16 @@ OPS: list[Op[Any]] = [
     Write(files={"a.py": "x = 1\n"}, binary={"b.bin": "AAE="}, root="/tmp"),
     Remove(paths=["a.py", "dir/"]),
     Untar(data="H4sI"),
-    Run(command="pytest -q", cwd="/workspace/src", env={"HOME": "/tmp/h"}, timeout_s=2.5,
-        output_bytes=100, report="/tmp/g/report.xml", check=True, keep_going=True),
+    Run(
+        command="pytest -q",
+        cwd="/workspace/src",
+        env={"HOME": "/tmp/h"},
+        timeout_s=2.5,
+        output_bytes=100,
+        report="/tmp/g/report.xml",
+        check=True,
+        keep_going=True,
+    ),
     KillAll(empty_scratch=True),
     Read(paths=["a.py"], max_bytes=10),
     Find(names=["conftest.py", "*.pth"]),
@@ -64,8 +72,17 @@ RESULTS: list[Result] = [
     WriteResult(written=2),
     RemoveResult(removed=2),
     UntarResult(members=7),
-    RunResult(exit_code=1, timed_out=False, duration_s=0.25, stdout="F\n", stderr="",
-              stdout_truncated=True, oom_killed=True, started_at=12.5, report="<xml/>"),
+    RunResult(
+        exit_code=1,
+        timed_out=False,
+        duration_s=0.25,
+        stdout="F\n",
+        stderr="",
+        stdout_truncated=True,
+        oom_killed=True,
+        started_at=12.5,
+        report="<xml/>",
+    ),
     KillAllResult(freed=["/tmp"]),
     ReadResult(files={"a.py": "x", "gone.py": None}),
     FindResult(paths=["conftest.py"]),
@@ -108,12 +125,15 @@ def test_results_are_found_by_the_operation_that_asked() -> None:
     not_run = Listing()
     program = Program([first, second, not_run])
     ran = RunResult(exit_code=0, timed_out=False, duration_s=0.1, stdout="1\n", stderr="")
-    failed = RunnerError(op="run", exception="BlockingIOError", detail="no pids",
-                         errno=errno.EAGAIN)
-    stopped = RunnerError(op="listing", exception="PermissionError", detail="denied",
-                          errno=errno.EACCES)
-    reply = Reply(nonce="n", results={program.id_of(first): ran, program.id_of(second): failed},
-                  error=stopped)
+    failed = RunnerError(
+        op="run", exception="BlockingIOError", detail="no pids", errno=errno.EAGAIN
+    )
+    stopped = RunnerError(
+        op="listing", exception="PermissionError", detail="denied", errno=errno.EACCES
+    )
+    reply = Reply(
+        nonce="n", results={program.id_of(first): ran, program.id_of(second): failed}, error=stopped
+    )
     results = Results(program, Reply.decode(json.loads(reply.encode())))
     assert results.get(first) == ran and results.result(first) == ran
     assert results.get(second) == failed and results.result(second) is None
@@ -137,11 +157,14 @@ def test_an_operation_may_appear_once_in_a_program() -> None:
         Program([op, op])
 
 
-@pytest.mark.parametrize(("exc", "code"), [
-    (BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable"), errno.EAGAIN),
-    (MemoryError(), errno.ENOMEM),
-    (ValueError("path leaves the workspace: ../x"), None),
-])
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        (BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable"), errno.EAGAIN),
+        (MemoryError(), errno.ENOMEM),
+        (ValueError("path leaves the workspace: ../x"), None),
+    ],
+)
 def test_a_failed_operation_is_a_typed_runner_error(exc: BaseException, code: int | None) -> None:
     error = RunnerError.of(Write(files={}), exc)
     assert isinstance(error, RunnerError)
@@ -151,9 +174,15 @@ def test_a_failed_operation_is_a_typed_runner_error(exc: BaseException, code: in
     assert Reply.decode(wire).error == error
 
 
-@pytest.mark.parametrize("wire", [
-    [], {"kind": "nope"}, {"kind": "run"}, {"kind": "listing", "stdout": "/", "extra": 1},
-])
+@pytest.mark.parametrize(
+    "wire",
+    [
+        [],
+        {"kind": "nope"},
+        {"kind": "run"},
+        {"kind": "listing", "stdout": "/", "extra": 1},
+    ],
+)
 def test_a_malformed_result_is_a_protocol_error(wire: object) -> None:
     with pytest.raises(ProtocolError):
         protocol.result_from_wire(wire)
@@ -177,8 +206,10 @@ def test_records_are_frozen_and_their_defaults_are_their_own() -> None:
 
 
 def test_the_time_of_a_program_is_its_commands_timeouts() -> None:
-    assert commands_time_s([Run(command="a", timeout_s=2), KillAll(),
-                            Run(command="b", timeout_s=3.5)]) == 5.5
+    assert (
+        commands_time_s([Run(command="a", timeout_s=2), KillAll(), Run(command="b", timeout_s=3.5)])
+        == 5.5
+    )
 
 
 def test_the_runner_streamed_into_the_sandbox_shares_the_protocol_source() -> None:

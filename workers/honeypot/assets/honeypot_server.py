@@ -63,8 +63,15 @@ class Records:
         if int(now) == self.second:
             return
         for src, count in self.suppressed.items():
-            self.emit({"src": src, "proto": "suppressed", "port": 0, "count": count,
-                       "time": round(now, 3)})
+            self.emit(
+                {
+                    "src": src,
+                    "proto": "suppressed",
+                    "port": 0,
+                    "count": count,
+                    "time": round(now, 3),
+                }
+            )
         self.second, self.counts, self.suppressed = int(now), {}, {}
 
     @staticmethod
@@ -117,8 +124,9 @@ def answer_dns(sock):
         records.write(src=peer[0], proto="dns", port=53, host=name[:255], qtype=qtype)
         question = packet[12 : end + 4]
         if qtype == 1:  # A: point the name at us
-            answer = (b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04"
-                      + socket.inet_aton(local_address(peer[0])))
+            answer = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + socket.inet_aton(
+                local_address(peer[0])
+            )
             header = packet[:2] + b"\x81\x80\x00\x01\x00\x01\x00\x00\x00\x00"
             reply = header + question + answer
         else:  # AAAA and the rest: no records, so clients fall back to A
@@ -154,8 +162,9 @@ def tls_server_name(hello):
 def http_request(head):
     lines = head.decode("latin-1").split("\r\n")
     method, _, rest = lines[0].partition(" ") if lines else ("", "", "")
-    host = next((l.split(":", 1)[1].strip() for l in lines[1:] if l.lower().startswith("host:")),
-                "")
+    host = next(
+        (l.split(":", 1)[1].strip() for l in lines[1:] if l.lower().startswith("host:")), ""
+    )
     return method[:16], host[:255], rest.rsplit(" ", 1)[0][:500]
 
 
@@ -222,8 +231,12 @@ class Server:
                 continue
             if self.by_source.get(peer, 0) >= PER_SOURCE:
                 # this source holds its share already: noted, not served
-                records.write(src=peer, proto="http" if port in HTTP_PORTS else "tls",
-                              port=port, refused="too many connections from this source")
+                records.write(
+                    src=peer,
+                    proto="http" if port in HTTP_PORTS else "tls",
+                    port=port,
+                    refused="too many connections from this source",
+                )
                 sock.close()
                 continue
             if len(self.connections) >= MAX_CONNECTIONS:
@@ -275,8 +288,9 @@ class Server:
             except OSError:
                 pass
         else:
-            records.write(src=peer, proto="tls", port=port,
-                          host=tls_server_name(connection.data) or "")
+            records.write(
+                src=peer, proto="tls", port=port, host=tls_server_name(connection.data) or ""
+            )
         self.selector.unregister(sock)
         del self.connections[sock]
         self.by_source[peer] -= 1

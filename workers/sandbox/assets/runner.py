@@ -238,8 +238,11 @@ def killall(empty_scratch: bool = False) -> KillAllResult:
         except ProcessLookupError:
             break  # nothing left to signal
         reap()
-        others = [p for p, (_, state) in processes().items()
-                  if state != b"Z" and p != os.getpid() and owned(p)]
+        others = [
+            p
+            for p, (_, state) in processes().items()
+            if state != b"Z" and p != os.getpid() and owned(p)
+        ]
         if not others:
             break
         time.sleep(0.005)
@@ -273,8 +276,11 @@ def memory_pressure() -> bool:
     v1 = "/sys/fs/cgroup/memory/memory."
     for usage, limit, stat in (
         (v1 + "usage_in_bytes", v1 + "limit_in_bytes", v1 + "stat"),
-        ("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.max",
-         "/sys/fs/cgroup/memory.stat"),
+        (
+            "/sys/fs/cgroup/memory.current",
+            "/sys/fs/cgroup/memory.max",
+            "/sys/fs/cgroup/memory.stat",
+        ),
     ):
         try:
             with open(usage) as handle:
@@ -551,8 +557,12 @@ def execute(ops: list[tuple[str, Op[Any]]]) -> tuple[dict[str, Result], RunnerEr
                 return results, error
             result = error
         results[op_id] = result
-        if isinstance(op, Run) and op.check and isinstance(result, RunResult) and (
-                result.exit_code != 0):
+        if (
+            isinstance(op, Run)
+            and op.check
+            and isinstance(result, RunResult)
+            and (result.exit_code != 0)
+        ):
             break
     return results, None
 

@@ -56,5 +56,3 @@ def test_memory_cache_evicts_the_least_recent() -> None:
     assert cache.get("a") == VERDICT  # a is now the most recent
     cache.put("c", VERDICT)
     assert cache.get("b") is None and cache.get("a") == VERDICT
-
-

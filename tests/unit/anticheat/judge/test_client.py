@@ -294,13 +294,17 @@ def test_reviews_are_counted_where_the_api_serves_them(redis_client: redis.Redis
     store = EpisodeStore(redis_client, result_ttl_s=60)
 
     def served() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-        return {(s.name, tuple(sorted(s.labels.items()))): s.value
-                for family in store.extra_metrics() for s in family.samples}
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in store.extra_metrics()
+            for s in family.samples
+        }
 
     before = served()
     answer = '{"rationale": "own log", "cheat": false, "category": "none", "confidence": 0.9}'
-    judge = Judge(_settings(), transport=httpx.MockTransport(lambda r: _completion(answer)),
-                  metrics=store)
+    judge = Judge(
+        _settings(), transport=httpx.MockTransport(lambda r: _completion(answer)), metrics=store
+    )
     judge.review_action(ACTION)
     after = served()
     ok = ("proctor_judge_calls_total", (("outcome", "ok"),))
