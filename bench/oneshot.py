@@ -1,12 +1,14 @@
 """One-shot throughput on HumanEval: Proctor end to end beside two baselines, one run.
 
     python bench/oneshot.py [--concurrency 1,4,16] [--workers 4] [--limit 164]
+                            [--formats junit,assert]
 
 Baselines, measured in the same run on the same programs:
   - subprocess:  each program under a plain `python3` (no isolation at all)
   - docker run:  each program under `docker run --rm --network none` of the sandbox image
 Proctor: every episode through the HTTP API → Redis/RQ → a fresh hardened container,
-with the dataset's check wrapped as a pytest test and graded from JUnit XML.
+with the dataset's check wrapped as a pytest test and graded from JUnit XML (`junit`), or
+run as a plain program passed by the grader's completion nonce (`assert`, no pytest).
 """
 
 from __future__ import annotations
@@ -25,6 +27,24 @@ from harness import machine, service, summary, table, write
 from tests import humaneval
 
 IMAGE = "proctor/sandbox-python:latest"
+# the dataset's check as a plain program (the `assert` format): it passes by running to its end
+ASSERT_TEMPLATE = """\
+import solution as _solution
+
+globals().update({{k: v for k, v in vars(_solution).items() if not k.startswith("__")}})
+
+{test}
+
+check({entry_point})
+"""
+
+
+def episode(problem: dict[str, Any], test_format: str) -> dict[str, Any]:
+    body = humaneval.episode(problem)
+    if test_format == "assert":
+        program = ASSERT_TEMPLATE.format(test=problem["test"], entry_point=problem["entry_point"])
+        body["task"]["tests"] = {"files": {"test_solution.py": program}, "format": "assert"}
+    return body
 
 
 def run_programs(programs: list[str], command: list[str], concurrency: int) -> dict[str, Any]:
@@ -79,6 +99,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4, help="Proctor worker processes")
     parser.add_argument("--baseline-concurrency", type=int, default=2)
     parser.add_argument("--limit", type=int, default=164)
+    parser.add_argument(
+        "--formats", default="junit", help="grading formats to measure: junit (pytest), assert"
+    )
     args = parser.parse_args()
     if not humaneval.DATA.exists():
         sys.exit(f"HumanEval data not found at {humaneval.DATA}")
@@ -104,21 +127,21 @@ def main() -> None:
         }
     )
 
-    episodes = [humaneval.episode(p) for p in problems]
     with service(worker_concurrency=str(args.workers), pool_size="2") as url:
-        for concurrency in (int(c) for c in args.concurrency.split(",")):
-            print(f"proctor, concurrency {concurrency} ...", flush=True)
-            # a fresh run each round: identical requests would share their episodes
-            fresh = [
-                {**e, "metadata": {**e["metadata"], "round": str(concurrency)}} for e in episodes
-            ]
-            rows.append(
-                {
-                    "system": f"proctor ({args.workers} workers)",
-                    "concurrency": concurrency,
-                    **asyncio.run(run_proctor(url, fresh, concurrency)),
-                }
-            )
+        for test_format in args.formats.split(","):
+            episodes = [episode(p, test_format) for p in problems]
+            for concurrency in (int(c) for c in args.concurrency.split(",")):
+                print(f"proctor ({test_format}), concurrency {concurrency} ...", flush=True)
+                # a fresh run each round: identical requests would share their episodes
+                tag = {"round": str(concurrency), "format": test_format}
+                fresh = [{**e, "metadata": {**e["metadata"], **tag}} for e in episodes]
+                rows.append(
+                    {
+                        "system": f"proctor ({args.workers} workers, {test_format})",
+                        "concurrency": concurrency,
+                        **asyncio.run(run_proctor(url, fresh, concurrency)),
+                    }
+                )
 
     columns = ["system", "concurrency", "episodes", "ok", "per_s", "p50_s", "p95_s", "elapsed_s"]
     print()

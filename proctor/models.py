@@ -170,7 +170,11 @@ class TestFormat(StrEnum):
     __test__ = False  # not a pytest test class
 
     junit = "junit"
-    exit_code = "exit_code"
+    exit_code = "exit_code"  # pass: the command exited 0 (forgeable by an early `sys.exit(0)`)
+    # the `.py` test files run in name order as plain programs, the solution importable; pass:
+    # they all ran to their end, which a grader's completion marker attests (no pytest, no
+    # command of the task's own)
+    assert_ = "assert"
 
 
 class TestSpec(_Request):
@@ -194,6 +198,12 @@ class TestSpec(_Request):
     )
 
     _files = field_validator("files")(_check_files)
+
+    @model_validator(mode="after")
+    def _assert_runs_its_files(self) -> TestSpec:
+        if self.format is TestFormat.assert_ and self.command is not None:
+            raise ValueError("format `assert` runs the `.py` test files itself: give no command")
+        return self
 
 
 class RepoSnapshot(_Request):

@@ -123,13 +123,17 @@ def test_a_worker_killed_before_starting_its_episode_does_not_leave_it_queued(
             assert wait_until(lambda: live_workers(url) >= 1, 120), "the survivor never came up"
             ready_at = time.monotonic()
 
+            refusals: list[str] = []  # a loaded machine may answer 503 now and then
+
             def ended() -> bool:
-                return bool(
-                    httpx.get(f"{url}/v1/episodes/{episode_id}").json()["status"] == "failed"
-                )
+                answer = httpx.get(f"{url}/v1/episodes/{episode_id}", timeout=30)
+                if answer.status_code != 200:
+                    refusals.append(f"{answer.status_code} {answer.text[:300]}")
+                    return False
+                return bool(answer.json()["status"] == "failed")
 
             # the survivor judges others once it has been up a TTL; then one TTL, one sweep
-            assert wait_until(ended, 3 * ttl_s + 10), "the episode stayed queued"
+            assert wait_until(ended, 3 * ttl_s + 10), f"the episode stayed queued {refusals}"
             took_s = time.monotonic() - ready_at
             result = httpx.get(f"{url}/v1/episodes/{episode_id}").json()
             assert (result["verdict"], result["reward"]) == ("infra_error", None), result

@@ -1,4 +1,4 @@
-"""Verdicts and rewards from JUnit reports and exit codes."""
+"""Verdicts and rewards from JUnit reports, exit codes and completion markers."""
 
 from __future__ import annotations
 
@@ -6,11 +6,16 @@ import hashlib
 import hmac
 import json
 import secrets
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from proctor.models import Scoring, TestFormat, TestOutcome, TestSpec, Verdict
 from workers.evaluation.junit import ReportError, parse
+from workers.evaluation.marker import MARKER_NAME, NONCE_NAME, bootstrap_source, nonce_of
+from workers.evaluation.marker import new_run as new_marker_run
 from workers.evaluation.scoring import TestRun, score
 from workers.evaluation.seal import SEAL_MARK, run_key, runs_pytest
 
@@ -183,3 +188,176 @@ def test_a_runner_that_is_not_pytest_writes_its_own_report() -> None:
 )
 def test_which_commands_must_be_sealed(command: str | None, expected: bool) -> None:
     assert runs_pytest(command) is expected
+
+
+# ------------------------------------------------------------------ the assert format
+
+ASSERT_SPEC = TestSpec(files={"test_a.py": ""}, format=TestFormat.assert_)
+
+
+def marker_run(marker: str | None, exit_code: int = 0) -> TestRun:
+    return TestRun(exit_code=exit_code, timed_out=False, oom_killed=False, report_xml=marker)
+
+
+def completed(run_id: str | None = None, nonce: str | None = None) -> str:
+    run_id = run_id or secrets.token_hex(16)
+    return json.dumps({"run": run_id, "nonce": nonce or nonce_of(run_id), "files": ["test_a.py"]})
+
+
+def test_a_marker_with_the_runs_nonce_passes() -> None:
+    result = score(marker_run(completed()), ASSERT_SPEC, Scoring.binary)
+    assert (result.verdict, result.reward, result.passed) == (Verdict.passed, 1.0, True)
+    assert [(c.name, c.outcome) for c in result.tests] == [("test_a.py", TestOutcome.passed)]
+
+
+@pytest.mark.parametrize("marker", [None, "", "  \n"])
+def test_no_marker_fails(marker: str | None) -> None:
+    result = score(marker_run(marker), ASSERT_SPEC, Scoring.partial)
+    assert (result.verdict, result.reward) == (Verdict.failed, 0.0)
+    assert "no completion marker" in result.reason
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        completed(nonce="0" * 64),  # a guessed nonce
+        completed(nonce=nonce_of("another-run")),  # another run's nonce under this run's id
+        json.dumps({"run": "r", "files": ["test_a.py"]}),  # no nonce, no exception record
+        json.dumps({"run": "r", "nonce": 1}),
+        "proctor-assert-complete",
+        json.dumps(["run", "nonce"]),
+    ],
+)
+def test_a_marker_without_the_runs_nonce_fails(marker: str) -> None:
+    result = score(marker_run(marker), ASSERT_SPEC, Scoring.binary)
+    assert (result.verdict, result.reward) == (Verdict.failed, 0.0)
+
+
+def test_a_worker_secret_is_what_makes_a_nonce() -> None:
+    run_id = secrets.token_hex(16)
+    assert nonce_of(run_id) != hmac.new(run_key(run_id), b"", "sha256").hexdigest()
+    assert nonce_of(run_id) != run_key(run_id).hex()  # not the grader plugin's key
+
+
+def test_a_marker_from_a_run_that_exited_non_zero_fails() -> None:
+    result = score(marker_run(completed(), exit_code=3), ASSERT_SPEC, Scoring.binary)
+    assert (result.verdict, result.reward) == (Verdict.failed, 0.0)
+    assert "exited 3" in result.reason
+
+
+def test_what_stopped_the_run_is_its_verdict() -> None:
+    def stopped(exception: str, message: str) -> str:
+        record = {"run": "r", "file": "test_a.py", "exception": exception, "message": message}
+        return json.dumps(record)
+
+    syntax = score(marker_run(stopped("SyntaxError", "bad"), 1), ASSERT_SPEC, Scoring.binary)
+    assert syntax.verdict is Verdict.compile_error
+    failed = score(marker_run(stopped("AssertionError", ""), 1), ASSERT_SPEC, Scoring.partial)
+    assert (failed.verdict, failed.reward) == (Verdict.failed, 0.0)
+    assert [(c.name, c.outcome) for c in failed.tests] == [("test_a.py", TestOutcome.failed)]
+    early = score(marker_run(stopped("SystemExit", "0"), 0), ASSERT_SPEC, Scoring.binary)
+    assert (early.verdict, early.reward) == (Verdict.failed, 0.0)
+    assert "before the tests ended" in early.reason
+
+
+def test_time_and_memory_limits_come_before_the_marker() -> None:
+    timed_out = TestRun(exit_code=-9, timed_out=True, oom_killed=False, report_xml=completed())
+    assert score(timed_out, ASSERT_SPEC, Scoring.binary).verdict is Verdict.timeout
+    oom = TestRun(exit_code=137, timed_out=False, oom_killed=True, report_xml=None)
+    assert score(oom, ASSERT_SPEC, Scoring.binary).verdict is Verdict.oom
+
+
+def test_the_assert_format_takes_no_command() -> None:
+    with pytest.raises(ValueError, match="give no command"):
+        TestSpec(files={"t.py": ""}, command="python3 t.py", format=TestFormat.assert_)
+    assert TestSpec.model_validate({"format": "assert"}).format is TestFormat.assert_
+
+
+BOOTSTRAP_TESTS = "from solution import f\n\nassert f(1) == 2\nassert f(-1) == 0\n"
+
+
+@pytest.mark.parametrize(
+    ("solution", "verdict"),
+    [
+        ("def f(x):\n    return x + 1\n", Verdict.passed),
+        ("def f(x):\n    return x\n", Verdict.failed),
+        ("import sys\nsys.exit(0)\n", Verdict.failed),
+        ("import os\nos._exit(0)\n", Verdict.failed),
+        ("def f(x):\n    raise SystemExit\n", Verdict.failed),
+        ("def f(x):\n    import os; os._exit(0)\n", Verdict.failed),
+        (
+            "import atexit, os, sys\n"
+            "atexit.register(lambda: os._exit(0))\n"
+            "sys.excepthook = lambda *a: None\n"
+            "def f(x):\n    return x\n",
+            Verdict.failed,
+        ),
+        (
+            "import atexit, os\n"
+            "path = os.environ['PROCTOR_JUNIT_XML']\n"
+            "def forge():\n"
+            "    with open(path, 'w') as h:\n"
+            '        h.write(\'{"run": "r", "nonce": "%s", "files": []}\' % (\'0\' * 64))\n'
+            "atexit.register(forge)\n"
+            "def f(x):\n    return x\n",
+            Verdict.failed,
+        ),
+        (
+            "import glob, json, os\n"
+            "for path in glob.glob(os.environ['GRADER'] + '/*'):\n"
+            "    try:\n"
+            "        data = json.loads(open(path).read())\n"
+            "    except ValueError:\n"
+            "        continue\n"
+            "    if 'nonce' in data:  # forge the marker with the run's own nonce\n"
+            "        data['files'] = ['test_a.py']\n"
+            "        open(os.environ['PROCTOR_JUNIT_XML'], 'w').write(json.dumps(data))\n"
+            "        os._exit(0)\n"
+            "def f(x):\n    return x\n",
+            Verdict.failed,
+        ),
+        ("def f(x:\n", Verdict.compile_error),
+    ],
+    ids=[
+        "correct",
+        "wrong",
+        "sys-exit-at-import",
+        "os-exit-at-import",
+        "system-exit-in-f",
+        "os-exit-in-f",
+        "atexit-and-excepthook",
+        "atexit-forges-a-marker",
+        "reads-the-grader-dir",
+        "syntax-error",
+    ],
+)
+def test_the_bootstrap_passes_only_tests_that_ran_to_their_end(
+    tmp_path: Path, solution: str, verdict: Verdict
+) -> None:
+    """The real bootstrap, without a sandbox: the marker scores as grading would score it."""
+    grader = tmp_path / "grader"
+    grader.mkdir(mode=0o700)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "solution.py").write_text(solution)
+    (workspace / "test_a.py").write_text(BOOTSTRAP_TESTS)
+    report = grader / MARKER_NAME
+    run_id, nonce = new_marker_run()
+    (grader / NONCE_NAME).write_text(
+        json.dumps({"run": run_id, "nonce": nonce, "marker": str(report)})
+    )
+    (grader / "bootstrap.py").write_text(bootstrap_source())
+    done = subprocess.run(
+        [sys.executable, "-I", "-B", str(grader / "bootstrap.py"), "test_a.py"],
+        cwd=workspace,
+        env={"PROCTOR_JUNIT_XML": str(report), "GRADER": str(grader), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert not (grader / NONCE_NAME).exists()
+    text = report.read_text() if report.exists() else None
+    run = TestRun(exit_code=done.returncode, timed_out=False, oom_killed=False, report_xml=text)
+    result = score(run, ASSERT_SPEC, Scoring.binary)
+    assert result.verdict is verdict, (result.reason, done.stderr[-500:])

@@ -17,6 +17,11 @@ read-only directories only, and seals the report with this run's key (`seal.py`)
 that: one pytest session per grading command (a second finds no key, and its report no
 seal); plugins a task names in its own `addopts` load before the grader, and if they come
 from the workspace the run fails (load them from a conftest.py, which runs after it).
+
+The `assert` format skips pytest (its start-up is 150-250 ms an episode): the same phase,
+then the test files run as plain programs under a bootstrap (`assets/assert_bootstrap.py`)
+that takes a per-run nonce from the grader directory before any solution code runs and
+writes it back, to the run's `report` path, only after the last program returned.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.models import TaskSpec, TestFormat
+from workers.evaluation import marker
 from workers.evaluation.seal import new_run, plugin_source
 from workers.sandbox.protocol import KillAll, MakeDir, Op, Run, Scrub, Write
 
@@ -72,8 +78,12 @@ class GradingPlan:
     timeout_s: float
 
 
+def test_programs(task: TaskSpec) -> list[str]:
+    return sorted(p for p in task.tests.files if p.endswith(".py"))
+
+
 def default_command(task: TaskSpec) -> str:
-    paths = " ".join(shlex.quote(p) for p in sorted(task.tests.files) if p.endswith(".py"))
+    paths = " ".join(map(shlex.quote, test_programs(task)))
     return f"python3 -I -m pytest -q {paths}".strip()
 
 
@@ -89,6 +99,8 @@ def grading_plan(
     protected paths to the content the task gave them (written back over any edit).
     """
     grader = f"/tmp/.grader-{secrets.token_hex(8)}"
+    if task.tests.format is TestFormat.assert_:
+        return _assert_plan(task, grader, keep=keep, restore=restore)
     report = f"{grader}/{REPORT_NAME}"
     plugin = f"_proctor_grader_{secrets.token_hex(8)}"  # unguessable: nothing can shadow it
     run, key = new_run()
@@ -122,6 +134,51 @@ def grading_plan(
         output_bytes=limits.output_bytes,
         report=report if task.tests.format is TestFormat.junit else None,
     )
+    grader_files = {
+        "pytest.ini": "[pytest]\n",
+        "key.json": secret,
+        f"plugin/{plugin}.py": plugin_source(),
+    }
+    ops = _sealed_run(task, grader, grader_files, test, keep=keep, restore=restore)
+    return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s)
+
+
+def _assert_plan(
+    task: TaskSpec, grader: str, *, keep: set[str], restore: dict[str, str]
+) -> GradingPlan:
+    """The `assert` format: the test files run as plain programs under the bootstrap, which
+    writes the run's nonce to the marker only after the last one returned (`marker.py`)."""
+    path = f"{grader}/{marker.MARKER_NAME}"
+    run, nonce = marker.new_run()
+    bootstrap = f"{grader}/_proctor_bootstrap_{secrets.token_hex(8)}.py"
+    programs = " ".join(map(shlex.quote, test_programs(task)))
+    limits = task.limits
+    test = Run(
+        # -I: no user site, no PYTHON* variables, nothing of the cwd on sys.path at start-up
+        command=f"python3 -I -B {bootstrap} {programs}".strip(),
+        env={"HOME": f"{grader}/home", "LANG": "C.UTF-8"},
+        timeout_s=limits.timeout_s,
+        output_bytes=limits.output_bytes,
+        report=path,
+    )
+    grader_files = {
+        marker.NONCE_NAME: json.dumps({"run": run, "nonce": nonce, "marker": path}),
+        bootstrap.rsplit("/", 1)[1]: marker.bootstrap_source(),
+    }
+    ops = _sealed_run(task, grader, grader_files, test, keep=keep, restore=restore)
+    return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s)
+
+
+def _sealed_run(
+    task: TaskSpec,
+    grader: str,
+    grader_files: dict[str, str],
+    test: Run,
+    *,
+    keep: set[str],
+    restore: dict[str, str],
+) -> list[Op[Any]]:
+    """Kill, scrub and restore, write the tests and the private grader directory, run."""
     ops: list[Op[Any]] = [
         KillAll(),
         Scrub(names=list(STEERING_FILES), keep=sorted(keep | set(restore))),
@@ -132,18 +189,11 @@ def grading_plan(
         Write(files=task.tests.files),
         MakeDir(path=grader),
         MakeDir(path=f"{grader}/home"),
-        Write(
-            root=grader,
-            files={
-                "pytest.ini": "[pytest]\n",
-                "key.json": secret,
-                f"plugin/{plugin}.py": plugin_source(),
-            },
-        ),
+        Write(root=grader, files=grader_files),
         test,
         KillAll(),
     ]
-    return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s)
+    return ops
 
 
 def steering_paths(paths: set[str] | dict[str, str]) -> set[str]:

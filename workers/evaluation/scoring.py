@@ -9,6 +9,9 @@ The rules, in order (the first that applies decides):
 | the kernel OOM-killed a process of the run      | oom            | 0               |
 | no report, unreadable report, zero tests        | failed/…error  | 0               |
 | a pytest report without a valid grader seal     | failed         | 0               |
+| `assert`: a test program raised a SyntaxError   | compile_error  | 0               |
+| `assert`: no marker with this run's nonce       | failed         | 0               |
+| `assert`: the marker, and the run exited 0      | passed         | 1               |
 | workspace code ran before the grader armed      | failed         | 0               |
 | the code does not compile (SyntaxError)         | compile_error  | 0               |
 | a test module failed to import                  | runtime_error  | 0               |
@@ -21,6 +24,11 @@ non-zero) is a failure: the code under test may have written that report itself.
 that runs pytest loads the grader plugin, which seals the report at the end of the session
 (`seal.py`); a report that lacks the seal, or was changed after it, was not written by the
 session we graded. Other commands write JUnit XML themselves and are trusted as written.
+
+The `assert` format has no report: its bootstrap writes the run's nonce (`marker.py`) only
+after the last test program returned, so an early `sys.exit(0)` or `os._exit(0)` leaves
+none. It is all-or-nothing whatever the task's `scoring`: what stopped a run is the
+bootstrap's unauthenticated record, which must not earn a fraction.
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from proctor.models import Scoring, TestCase, TestFormat, TestOutcome, TestSpec, Verdict
-from workers.evaluation.junit import Report, ReportError, parse
+from workers.evaluation.junit import MAX_MESSAGE_CHARS, Report, ReportError, parse
+from workers.evaluation.marker import MarkerError, read_marker
 from workers.evaluation.seal import SealError, runs_pytest, unseal
 
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
@@ -43,7 +52,7 @@ class TestRun:
     exit_code: int | None
     timed_out: bool
     oom_killed: bool
-    report_xml: str | None
+    report_xml: str | None  # the JUnit report; with the `assert` format, the marker
     stderr: str = ""
 
 
@@ -81,6 +90,8 @@ def score(run: TestRun, spec: TestSpec, scoring: Scoring) -> Score:
             ok,
             reason=f"the test command exited {run.exit_code}",
         )
+    if spec.format is TestFormat.assert_:
+        return _score_marker(run, spec)
     xml = run.report_xml
     try:
         if xml and runs_pytest(spec.command):
@@ -143,3 +154,30 @@ def _score_report(report: Report, run: TestRun, spec: TestSpec, scoring: Scoring
     failed = sum(c.outcome is not TestOutcome.passed for c in cases)
     reason = f"{failed} of {len(cases)} tests did not pass"
     return Score(Verdict.failed, reward, False, cases, reason)
+
+
+def _score_marker(run: TestRun, spec: TestSpec) -> Score:
+    files = sorted(p for p in spec.files if p.endswith(".py"))
+    try:
+        marker = read_marker(run.report_xml)
+    except MarkerError as exc:
+        return Score(Verdict.failed, 0.0, False, reason=f"{exc}; it exited {run.exit_code}")
+    if not marker.completed:
+        detail = f"{marker.exception}: {marker.message}".strip().rstrip(":")
+        case = TestCase(
+            name=marker.file or "tests",
+            outcome=TestOutcome.failed,
+            message=detail[:MAX_MESSAGE_CHARS],
+        )
+        if marker.exception in COMPILE_ERRORS:
+            return Score(Verdict.compile_error, 0.0, False, [case], "the code does not compile")
+        if marker.exception == "SystemExit":
+            reason = f"the run exited ({detail}) before the tests ended"
+        else:
+            reason = f"{case.name} raised {detail}"
+        return Score(Verdict.failed, 0.0, False, [case], reason[:MAX_MESSAGE_CHARS])
+    cases = [TestCase(name=f, outcome=TestOutcome.passed) for f in files]
+    if run.exit_code != 0:
+        reason = f"the tests ran to their end but the run exited {run.exit_code}"
+        return Score(Verdict.failed, 0.0, False, cases, reason)
+    return Score(Verdict.passed, 1.0, True, cases, "all tests passed")

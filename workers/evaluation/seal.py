@@ -41,8 +41,10 @@ def _worker_secret() -> bytes:
     return secrets.token_bytes(32)
 
 
-def run_key(run: str) -> bytes:
-    return hmac.new(_worker_secret(), b"proctor-grader-key:" + run.encode(), "sha256").digest()
+def run_key(run: str, *, purpose: str = "grader-key") -> bytes:
+    """The secret of a run for one purpose (the plugin's key, the completion nonce …)."""
+    label = f"proctor-{purpose}:{run}".encode()
+    return hmac.new(_worker_secret(), label, "sha256").digest()
 
 
 def new_run() -> tuple[str, bytes]:
