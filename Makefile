@@ -26,6 +26,8 @@ bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in 
 	@cd bench && ../$(PY) oneshot.py
 	@cd bench && ../$(PY) interactive.py
 	@cd bench && ../$(PY) neighbours.py
+	@cd bench && ../$(PY) redis_cost.py
+	@cd bench && ../$(PY) capacity.py
 	@$(PY) bench/screen.py
 	@$(PY) bench/screen_adversarial.py
 

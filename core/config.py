@@ -87,7 +87,15 @@ class Settings(BaseSettings):
     max_output_bytes: int = Field(defaults.MAX_OUTPUT_BYTES, ge=65_536)
 
     # --- workers
-    worker_concurrency: int = Field(defaults.WORKER_CONCURRENCY, ge=1, le=64)
+    worker_concurrency: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = Field(
+        defaults.WORKER_CONCURRENCY, description="worker processes on a host, or `auto`"
+    )
+    cpu_oversubscribe: float = Field(
+        defaults.CPU_OVERSUBSCRIBE, gt=0, le=64, description="a host's CPU budget: CPUs times this"
+    )
+    memory_oversubscribe: float = Field(
+        defaults.MEMORY_OVERSUBSCRIBE, gt=0, le=4, description="its memory budget, likewise"
+    )
     heartbeat_s: float = defaults.HEARTBEAT_S
     heartbeat_ttl_s: float = defaults.HEARTBEAT_TTL_S
     reaper_interval_s: float = defaults.REAPER_INTERVAL_S

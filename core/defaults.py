@@ -46,7 +46,13 @@ DISK_SHARE: Final = 0.25
 MAX_OUTPUT_BYTES: Final = 16 * 1024 * 1024  # largest `limits.output_bytes` (per stream)
 
 # --- workers
-WORKER_CONCURRENCY: Final = 2  # worker processes `proctor worker` starts on a host
+# worker processes `proctor worker` starts on a host; `auto`: as many as the host's budget
+# holds episodes of the default size (`Limits()`), see workers/capacity.py
+WORKER_CONCURRENCY: Final = "auto"
+# a host's budget for the sandboxes running at once: its CPUs times this (Docker's CPU quota
+# is a ceiling, not a share: a sandbox waiting on I/O, sleeping or under its quota uses less)
+CPU_OVERSUBSCRIBE: Final = 4.0
+MEMORY_OVERSUBSCRIBE: Final = 1.0  # ... and its memory times this (a memory limit is a ceiling)
 HEARTBEAT_S: Final = 2.0  # how often a worker process reports itself alive
 HEARTBEAT_TTL_S: Final = 30.0  # a worker silent this long is dead
 REAPER_INTERVAL_S: Final = 10.0  # how often a janitor sweeps
@@ -117,3 +123,16 @@ SETTLED_S: Final = 60.0  # a child that ran this long died of something else tha
 RESPAWN_FIRST_S: Final = 1.0  # a child dying as it starts is replaced after this, doubling ...
 RESPAWN_LONGEST_S: Final = 60.0  # ... up to this
 POOL_IDLE_DRAIN_S: Final = 600.0  # warm containers unused this long are removed
+
+# ---------------------------------------------------------------- a host's capacity
+
+AUTO_WORKERS_MAX: Final = 64  # the most worker processes `auto` starts on one host
+# what one worker process costs besides its sandboxes' budget, in MiB: 65 resident measured
+# idle (2 cores, Python 3.12), more after episodes, and its warm containers' shims
+WORKER_PROCESS_MB: Final = 128
+# a one-shot episode waits this long at most for its cpus/memory_mb to fit its host's budget
+# (then it ends as infra_error, reward null); well within a job's JOB_OVERHEAD_S
+RESERVE_WAIT_S: Final = 60.0
+RESERVE_POLL_S: Final = (0.02, 0.25)  # ... asking again after this, doubling up to this
+RESERVE_STATUS_S: Final = 1.0  # ... and looking this often whether it ended meanwhile
+RESERVATIONS_TTL_S: Final = 24 * 3600  # a host's reservations outlast its last sweep this long

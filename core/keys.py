@@ -27,6 +27,14 @@ WORKER_HOSTS: Final = PREFIX + "worker-hosts"
 WORKER_PROBLEMS: Final = PREFIX + "worker-problems"
 WORKER_IMAGES: Final = PREFIX + "worker-images"
 
+# --- a host's capacity
+
+
+def reservations(host: str) -> str:
+    """The budget a worker host's running episodes hold (hash: episode id → its share)."""
+    return f"{PREFIX}reservations:{host}"
+
+
 # --- the judge
 JUDGE_CACHE_PREFIX: Final = PREFIX + "judge:"
 

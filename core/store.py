@@ -32,6 +32,9 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
     worker-images         hash: worker name → JSON {at, images: {name: null    WORKER_IMAGES
                           (runnable) or why not}}
     judge:{digest}        string: a cached judge verdict, JSON                 judge_cache()
+    reservations:{host}   hash: episode id → JSON [worker, millicpus,         reservations()
+                          memory MiB]: what the host's running episodes hold
+                          of its budget (`reserve`, `release`)
 
 Fields of `episode:{id}` (`RecordField`), by who writes them:
     request, status, mode, created   the API, creating it (`create`, `add`)
@@ -225,6 +228,44 @@ return out
 )
 
 
+# Take an episode's share of its host's budget, or refuse when the host's reservations and
+# it would go over (a host holding nothing takes any one episode: admission let it in).
+# KEYS: the host's reservations. ARGV: episode id, worker, millicpus, memory MiB, the
+# budget's millicpus, its memory MiB, the key's ttl. → 1 taken (or held already), 0 refused
+_RESERVE = """
+local share = cjson.encode({ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])})
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+  local cpus, memory, held = 0, 0, 0
+  for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
+    local r = cjson.decode(raw)
+    cpus, memory, held = cpus + r[2], memory + r[3], held + 1
+  end
+  if held > 0 and (cpus + tonumber(ARGV[3]) > tonumber(ARGV[5])
+                   or memory + tonumber(ARGV[4]) > tonumber(ARGV[6])) then
+    return 0
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[1], share)
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[7]))
+return 1
+"""
+
+# Give back the shares one worker holds among the episodes named (what a worker that died
+# held; a share it no longer holds stays). KEYS: the host's reservations.
+# ARGV: worker, episode ids. → how many were given back
+_RELEASE_OF = """
+local n = 0
+for i = 2, #ARGV do
+  local raw = redis.call('HGET', KEYS[1], ARGV[i])
+  if raw and cjson.decode(raw)[1] == ARGV[1] then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+    n = n + 1
+  end
+end
+return n
+"""
+
+
 SUMMARY_FIELDS = (
     RecordField.status,
     RecordField.worker,
@@ -256,6 +297,15 @@ class EpisodeSummary:
     interactive: bool
     created: float
     last_action: float
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """What one running episode holds of its host's budget (see `EpisodeStore.reserve`)."""
+
+    worker: str  # the worker process that took it
+    millicpus: int
+    memory_mb: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,6 +424,8 @@ class EpisodeStore:
         self._finish = client.register_script(_FINISH)
         self._advance = client.register_script(_ADVANCE)
         self._create = client.register_script(_CREATE)
+        self._reserve = client.register_script(_RESERVE)
+        self._release_of = client.register_script(_RELEASE_OF)
 
     # ------------------------------------------------------------------ writing
 
@@ -635,6 +687,42 @@ class EpisodeStore:
         return [
             _text(x) for x in self.redis.zrangebyscore(keys.WORKERS, "-inf", time.time() - ttl_s)
         ]
+
+    # ------------------------------------------------------------------ a host's capacity
+
+    def reserve(
+        self,
+        host: str,
+        episode_id: str,
+        share: Share,
+        *,
+        budget: tuple[int, int],
+    ) -> bool:
+        """Take `share` of `host`'s `budget` (millicpus, memory MiB) for an episode, if the
+        shares held and it fit (or nothing is held); True when taken or held already."""
+        args: list[str | int] = [episode_id, share.worker, share.millicpus, share.memory_mb]
+        args += [*budget, defaults.RESERVATIONS_TTL_S]
+        return bool(self._reserve(keys=[keys.reservations(host)], args=args) == 1)
+
+    def release(self, host: str, episode_id: str) -> None:
+        """Give an episode's share back (whoever took it; nothing when it holds none)."""
+        self.redis.hdel(keys.reservations(host), episode_id)
+
+    def release_of(self, host: str, worker: str, episode_ids: Sequence[str] | None = None) -> int:
+        """Give back what `worker` holds (of `episode_ids`, or all of it): it died or stopped."""
+        if episode_ids is None:
+            episode_ids = [i for i, s in self.reservations(host).items() if s.worker == worker]
+        if not episode_ids:
+            return 0
+        return int(self._release_of(keys=[keys.reservations(host)], args=[worker, *episode_ids]))
+
+    def reservations(self, host: str) -> dict[str, Share]:
+        """The shares `host`'s episodes hold: episode id → share."""
+        out: dict[str, Share] = {}
+        for episode_id, raw in self.redis.hgetall(keys.reservations(host)).items():
+            worker, millicpus, memory_mb = json.loads(raw)
+            out[_text(episode_id)] = Share(str(worker), int(millicpus), int(memory_mb))
+        return out
 
     # ------------------------------------------------------------------ image registry
 

@@ -11,6 +11,10 @@ than a heartbeat TTL: its RQ job was taken by a worker that is gone (the job nam
 taken and never marked — it is older than the head of the FIFO queue), it has no job (the
 API died between creating the record and enqueueing), or its job ended without starting it.
 
+The shares of the host's budget (workers/capacity.py) are given back here too: a dead
+worker's (one off the registry at once, one only silent once silence is judged), and
+this process's own whose episode ended without its job giving it back.
+
 Silence is judged only while Redis answers: after an outage everyone's heartbeats are old,
 so a janitor judges no other worker until its own have gone through for a whole TTL.
 """
@@ -186,6 +190,7 @@ class Janitor:
         self.end_expired()
         if self.engine is not None:
             self.release_ended()
+            self.release_shares(judging=judging)
             self.reap_containers(live, others=judging)
             if self.images:
                 self.publish_images()
@@ -311,7 +316,36 @@ class Janitor:
             if status is None or status.terminal:
                 self.engine.remove(container_id)
                 self.holding.pop(episode_id, None)
+                self.store.release(self.host, episode_id)
                 log.info("episode %s: ended; container %s removed", episode_id, container_id[:12])
+
+    def release_shares(self, *, judging: bool) -> int:
+        """Give back the shares of this host's budget that nobody else will: those of
+        workers off the registry (they stopped, or their supervisor saw them die), of
+        silent ones (when `judging`), and this process's own whose episode ended while it
+        neither runs nor holds it."""
+        by_worker: dict[str, list[str]] = {}
+        for episode_id, share in self.store.reservations(self.host).items():
+            by_worker.setdefault(share.worker, []).append(episode_id)
+        if not by_worker:
+            return 0
+        # read after the shares: a worker registers before it takes any
+        live = set(self.store.live_workers(self.heartbeat_ttl_s))
+        silent = set(self.store.dead_workers(self.heartbeat_ttl_s))
+        live |= {w for w in silent if self._alive_here(w)}
+        released = 0
+        for worker, episode_ids in by_worker.items():
+            if worker == self.worker:
+                idle = [i for i in episode_ids if i not in self.busy and i not in self.holding]
+                statuses = [self.store.status(i) for i in idle]
+                ended = [i for i, s in zip(idle, statuses, strict=True) if s is None or s.terminal]
+                released += self.store.release_of(self.host, worker, ended)
+            elif worker not in live | silent or (judging and worker not in live):
+                count = self.store.release_of(self.host, worker, episode_ids)
+                if count:
+                    log.warning("janitor: gave back %d shares of stopped worker %s", count, worker)
+                released += count
+        return released
 
     def reap_containers(self, live: set[str], *, others: bool = True) -> int:
         """Remove stopped sandboxes, and (`others`) those of workers not in `live`."""

@@ -2,7 +2,8 @@
 
 A result is never dropped for Redis being away: writing it waits for Redis to come back
 (a restart with its append-only file keeps everything else), so a restart while episodes
-run costs time, not rewards.
+run costs time, not rewards. An episode runs only once its share of the host's budget is
+reserved (workers/capacity.py); an interactive one keeps it until its finish.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from redis.exceptions import RedisError
 
 from core import defaults
 from core.results import infra_failure
+from core.store import EpisodeRecord
 from proctor.models import EpisodeMode, EpisodeResult
-from workers import runtime
+from workers import capacity, runtime
 from workers.oneshot import run_oneshot
 from workers.sandbox.docker import SandboxError
 
@@ -65,23 +67,41 @@ def _run_episode(rt: runtime.Runtime, episode_id: str) -> str:
     if record.status.terminal:
         return record.status.value
     try:
-        if record.request.mode is EpisodeMode.oneshot:
-            result = run_oneshot(rt, record)
-        else:
-            from workers.interactive import start_interactive
-
-            result = start_interactive(rt, record)
+        result = _reserved_run(rt, record)
     except SandboxError as exc:
         log.error("episode %s: infrastructure error: %s", episode_id, exc)
         result = infra_failure(record, str(exc))
     except Exception as exc:  # a bug of ours: still an ended episode, never a 0 reward
         log.exception("episode %s: internal error", episode_id)
         result = infra_failure(record, f"internal error: {type(exc).__name__}: {exc}")
+    finally:
+        if episode_id not in rt.holding:  # an interactive sandbox keeps its share
+            capacity.release(rt.store, rt.host, episode_id)
     if result is None:
         return "skipped"
     if not finish(result):
         log.info("episode %s ended elsewhere first (cancelled or swept)", episode_id)
     return result.status.value
+
+
+def _reserved_run(rt: runtime.Runtime, record: EpisodeRecord) -> EpisodeResult | None:
+    """Start a one-shot episode once its share of the host's budget is ours (None: it
+    ended meanwhile). Interactive episodes take no share: an open one mostly waits for its
+    agent, and holding a share while idle would cap a host at a handful of open episodes
+    and leave the processes that must serve their actions waiting for budget."""
+    if record.request.mode is EpisodeMode.oneshot:
+        budget = capacity.HostBudget.of(rt.settings)
+        if not until_redis_answers(
+            f"episode {record.id}: reserving",
+            lambda: capacity.reserve(
+                rt.store, record, settings=rt.settings, budget=budget, worker=rt.worker
+            ),
+        ):
+            return None
+        return run_oneshot(rt, record)
+    from workers.interactive import start_interactive
+
+    return start_interactive(rt, record)
 
 
 def run_action(episode_id: str, action: dict[str, object], reply_key: str) -> None:
@@ -121,4 +141,7 @@ def finish_episode(episode_id: str, reply_key: str | None = None) -> None:
                 reply_key, status=500, message=f"finishing failed: {type(exc).__name__}: {exc}"
             )
     finally:
+        status = rt.store.status(episode_id)
+        if status is None or status.terminal:  # a finish refused (409) leaves it running
+            capacity.release(rt.store, rt.host, episode_id)
         rt.busy.discard(episode_id)

@@ -1,5 +1,9 @@
 """The worker entry point: `proctor worker` starts N worker processes on this host.
 
+How many: `PROCTOR_WORKER_CONCURRENCY`, by default `auto` — as many as the host's CPU and
+memory budget holds episodes of the default size (workers/capacity.py); every episode
+reserves its own share of that budget before its sandbox starts, so a process that waits on
+a looping or sleeping episode keeps no other from starting while the budget has room.
 Each process is an RQ `SimpleWorker` (jobs run in the process, no fork per job) serving
 this host's own queue first — interactive actions must reach the host that holds their
 container — then the shared queue. Each has its own Redis client, Docker client, warm pool
@@ -41,6 +45,7 @@ from core.queues import QUEUE_NAME, host_queue_name
 from core.store import EpisodeStore
 from proctor.models import TaskSpec, TestSpec
 from workers import runtime
+from workers.capacity import worker_count
 from workers.guard import Guard
 from workers.honeypot import Honeypot
 from workers.janitor import Janitor, worker_name
@@ -280,6 +285,7 @@ def serve(
         pool.close()
         try:
             store.forget_worker(worker)
+            store.release_of(settings.host_id, worker)
         except redis.RedisError as exc:  # the others see it silent and judge it dead
             log.warning("worker %s: could not sign off: %s", worker, exc)
         log.info("worker %s stopped", worker)
@@ -307,8 +313,9 @@ def work(client: redis.Redis, url: str, queues: list[Queue], name: str, *, burst
 
 
 def run(settings: Settings, *, concurrency: int | None = None, burst: bool = False) -> int:
-    """Start `concurrency` worker processes and keep them running; forward stop signals."""
-    count = concurrency or settings.worker_concurrency
+    """Start `concurrency` worker processes (by default the setting, or as many as the
+    host's budget holds: `worker_count`) and keep them running; forward stop signals."""
+    count = concurrency or worker_count(settings)
     if count == 1:
         serve(settings, burst=burst, child=multiprocessing.parent_process() is not None)
         return 0

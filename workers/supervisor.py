@@ -3,7 +3,8 @@
 A child is reaped as soon as it exits (a wait on every child's sentinel, not `join()` in
 order: an unreaped child is a zombie that still looks alive by its PID and start time), its
 name is taken off the worker registry at once (so the janitors end its episodes without
-waiting for its heartbeat to age) and a new child takes its place — at once if it had run
+waiting for its heartbeat to age), the shares of the host's budget it held are given back
+(workers/capacity.py), and a new child takes its place — at once if it had run
 a while, after a doubling delay if it keeps dying as it starts (Docker down, a bad image).
 """
 
@@ -137,7 +138,8 @@ class Supervisor:
         slot.start_at = time.monotonic() + max(delay, 0.001)
 
     def _forget(self, slot: Slot) -> None:
-        """Off the registry now: its episodes end at the next sweep, not a TTL later."""
+        """Off the registry now: its episodes end at the next sweep, not a TTL later, and
+        its shares of the host's budget are free for the others at once."""
         if slot.name is None:
             return
         try:
@@ -149,6 +151,7 @@ class Supervisor:
                 )
                 self._store = EpisodeStore(client, result_ttl_s=self.settings.result_ttl_s)
             self._store.forget_worker(slot.name)
+            self._store.release_of(self.settings.host_id, slot.name)
         except redis.RedisError as exc:  # its heartbeat ages instead
             log.warning("could not take worker %s off the registry: %s", slot.name, exc)
 
