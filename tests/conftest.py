@@ -162,6 +162,26 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
+def running_api(redis_url: str, **settings: str) -> Iterator[str]:
+    """`proctor serve` alone (no workers) on a free port; stopped on exit."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proctor.cli", "serve"],
+        env=service_env(redis_url, port, **settings),
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, process, 30, path="/healthz")
+        yield url
+    finally:
+        stop(process)
+
+
+@contextmanager
 def running_service(redis_url: str, log: Path | None = None, **settings: str) -> Iterator[str]:
     """`proctor run` (API + 2 worker processes) on a free port; stopped on exit."""
     port = free_port()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -12,7 +10,10 @@ import httpx
 import pytest
 import redis
 
-from tests.conftest import REPO_ROOT, claimed_database, free_port, service_env, stop, wait_ready
+from tests.conftest import (
+    claimed_database,
+    running_api,
+)
 from tests.e2e.helpers import episode, run
 
 ADD = "def add(a, b):\n    return a + b\n"
@@ -133,43 +134,18 @@ def test_health_readiness_and_metrics(http: httpx.Client) -> None:
 @pytest.fixture(scope="module")
 def api_with_tokens(redis_url: str) -> Iterator[str]:
     """An API process (no workers) that requires a bearer token."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "proctor.cli", "serve"],
-        env=service_env(redis_url, port, PROCTOR_API_TOKENS="s3cret,other"),
-        cwd=REPO_ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, process, 30, path="/healthz")
+    with running_api(redis_url, PROCTOR_API_TOKENS="s3cret,other") as url:
         yield url
-    finally:
-        stop(process)
 
 
 @pytest.fixture(scope="module")
 def api_with_small_queue() -> Iterator[tuple[str, str]]:
     """An API process with a queue bound of 1, on a database of its own, with no workers."""
-    with claimed_database() as redis_url:
-        port = free_port()
-        env = service_env(redis_url, port, PROCTOR_MAX_QUEUE_DEPTH="1", PROCTOR_DEDUP_TTL_S="0")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "proctor.cli", "serve"],
-            env=env,
-            cwd=REPO_ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_ready(url, process, 30, path="/healthz")
-            yield url, redis_url
-        finally:
-            stop(process)
+    with (
+        claimed_database() as redis_url,
+        running_api(redis_url, PROCTOR_MAX_QUEUE_DEPTH="1", PROCTOR_DEDUP_TTL_S="0") as url,
+    ):
+        yield url, redis_url
 
 
 def test_a_full_queue_answers_429_with_retry_after(api_with_small_queue: tuple[str, str]) -> None:
@@ -207,23 +183,11 @@ def test_a_body_that_is_not_utf8_is_a_400_in_the_error_envelope(http: httpx.Clie
 @pytest.fixture(scope="module")
 def api_without_workers() -> Iterator[tuple[str, str]]:
     """An API process on a database of its own, no workers, waits cut to 1 s."""
-    with claimed_database() as redis_url:
-        port = free_port()
-        env = service_env(redis_url, port, PROCTOR_MAX_WAIT_S="1", PROCTOR_DEDUP_TTL_S="0")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "proctor.cli", "serve"],
-            env=env,
-            cwd=REPO_ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_ready(url, process, 30, path="/healthz")
-            yield url, redis_url
-        finally:
-            stop(process)
+    with (
+        claimed_database() as redis_url,
+        running_api(redis_url, PROCTOR_MAX_WAIT_S="1", PROCTOR_DEDUP_TTL_S="0") as url,
+    ):
+        yield url, redis_url
 
 
 def test_max_wait_caps_get_as_it_caps_post(api_without_workers: tuple[str, str]) -> None:

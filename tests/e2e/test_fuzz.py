@@ -10,8 +10,6 @@ bounded examples takes a minute or two.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -25,7 +23,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.conftest import REPO_ROOT, claimed_database, free_port, service_env, stop, wait_ready
+from tests.conftest import REPO_ROOT, claimed_database, running_api
 
 pytestmark = pytest.mark.fuzz
 
@@ -42,29 +40,16 @@ CONFORMANCE = [
 @pytest.fixture(scope="module")
 def fuzz_api() -> Iterator[str]:
     """An API process with no workers, its own database, short waits and a small queue."""
-    with claimed_database() as redis_url:
-        port = free_port()
-        env = service_env(
+    with (
+        claimed_database() as redis_url,
+        running_api(
             redis_url,
-            port,
             PROCTOR_MAX_WAIT_S="1",
             PROCTOR_MAX_QUEUE_DEPTH="50",
             PROCTOR_DEDUP_TTL_S="0",
-        )
-        process = subprocess.Popen(
-            [sys.executable, "-m", "proctor.cli", "serve"],
-            env=env,
-            cwd=REPO_ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_ready(url, process, 30, path="/healthz")
-            yield url
-        finally:
-            stop(process)
+        ) as url,
+    ):
+        yield url
 
 
 @schema.parametrize()
