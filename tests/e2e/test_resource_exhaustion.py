@@ -34,10 +34,17 @@ def with_actions(body: dict[str, Any], *commands: str, timeout_s: float = 60) ->
     return body
 
 
-def assert_typed_zero(result: dict[str, Any], *verdicts: str) -> None:
-    assert result["reward"] == 0.0, result
-    assert result["verdict"] in (verdicts or TYPED), result
-    assert result["status"] == "completed", result
+def assert_typed_zero(result: dict[str, Any], *likely: str) -> None:
+    """Reward 0 with a typed verdict, never null. `likely` are the verdicts the sandbox
+    usually ends with; which one it is depends on whether the kernel's OOM killer or the
+    runner got there first, so any typed verdict is accepted and the likely ones are
+    reported, not asserted."""
+    why = (result.get("verdict"), result.get("error"), result.get("reason"))
+    assert result["reward"] == 0.0, why
+    assert result["verdict"] in TYPED, why
+    assert result["status"] == "completed", why
+    if likely and result["verdict"] not in likely:
+        print(f"ended as {result['verdict']} ({result.get('reason')}), usually {likely}")
 
 
 # ---------------------------------------------------------------- one-shot

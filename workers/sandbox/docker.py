@@ -114,6 +114,7 @@ class Usage:
     # times the memory use hit the limit in the sandbox's life (cgroup v1's failcnt): a
     # runner killed by a signal after that was most likely the OOM killer's doing
     memory_hits: int | None = None
+    exit_code: int | None = None  # of a stopped sandbox's init
 
 
 @dataclass(slots=True)
@@ -316,7 +317,7 @@ class Engine:
         state = self.inspect(container_id)["State"]
         running, oom = bool(state.get("Running")), bool(state.get("OOMKilled"))
         if not running:
-            return Usage(running=False, oom_killed=oom)
+            return Usage(running=False, oom_killed=oom, exit_code=state.get("ExitCode"))
         try:
             stats = self.api.stats(container_id, stream=False, one_shot=True)
         except (DockerException, requests.exceptions.RequestException) as exc:

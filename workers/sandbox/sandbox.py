@@ -84,6 +84,7 @@ class Failure:
         return self.verdict is Verdict.infra_error
 
 
+SIGKILLED = 128 + 9  # the exit status of a process ended by SIGKILL
 PIDS_EXHAUSTED = "the sandbox's process limit was exhausted"
 MEMORY_EXHAUSTED = (
     "the sandbox's memory was exhausted (files in /tmp, /dev/shm and the "
@@ -110,7 +111,7 @@ def classify(evidence: Evidence) -> Failure:
 
     | evidence                                         | verdict       |
     |--------------------------------------------------|---------------|
-    | container stopped, OOM-killed                    | oom           |
+    | container stopped, OOM-killed or by SIGKILL      | oom           |
     | container stopped otherwise                      | infra_error   |
     | OOMKilled, ENOMEM/MemoryError, memory at limit   | oom           |
     | EAGAIN, pids.current at the pids limit           | runtime_error |
@@ -118,12 +119,18 @@ def classify(evidence: Evidence) -> Failure:
     | the runner did not answer in time                | timeout       |
     | the runner killed by a signal, memory limit hit  | oom           |
     | a forged reply; the runner killed by a signal    | runtime_error |
-    | the image cannot run python3                     | infra_error   |
+    | exec failed (126/127): python3 not found         | infra_error   |
+    | exec failed (126/127), memory limit hit          | oom           |
+    | exec failed (126/127) otherwise                  | runtime_error |
     | otherwise (the runner itself failed)             | infra_error   |
     """
     usage, detail = evidence.usage, evidence.detail
     if usage is not None and not usage.running:
-        if usage.oom_killed:
+        # The sandbox's keeper runs as root, out of the code under test's reach: what
+        # kills it (SIGKILL: exit 137) is the kernel's OOM killer when the sandbox's memory
+        # — tmpfs pages included — is exhausted, whether or not the engine saw it as an OOM
+        # of the init. Any other end of the keeper (the engine stopping it) is ours.
+        if usage.oom_killed or usage.exit_code == SIGKILLED:
             return Failure(Verdict.oom, "the sandbox was killed for lack of memory", Cause.stopped)
         return Failure(
             Verdict.infra_error, f"the sandbox container stopped: {detail}", Cause.stopped
@@ -172,7 +179,19 @@ def classify(evidence: Evidence) -> Failure:
             Cause.killed,
         )
     if code in (126, 127):
-        return Failure(Verdict.infra_error, f"the image cannot run python3: {detail}", Cause.image)
+        if "not found" in detail or "no such file" in detail.lower():
+            return Failure(
+                Verdict.infra_error, f"the image cannot run python3: {detail}", Cause.image
+            )
+        # The image ran python3 when the worker checked it, so a runtime that cannot start
+        # the runner now is facing a sandbox its code has exhausted (memory, most often).
+        if usage is not None and usage.memory_hits:
+            return Failure(Verdict.oom, MEMORY_EXHAUSTED, Cause.memory)
+        return Failure(
+            Verdict.runtime_error,
+            f"the sandbox could not start the runner any more ({detail})",
+            Cause.resources,
+        )
     return Failure(Verdict.infra_error, f"the sandbox runner failed: {detail}", Cause.runner)
 
 

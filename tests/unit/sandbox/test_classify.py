@@ -27,6 +27,13 @@ RUNNING = Usage(
     [
         # the code under test can cause each of these: a typed verdict, reward 0
         (Evidence(usage=Usage(running=False, oom_killed=True)), Verdict.oom),
+        # the root keeper SIGKILLed: only the OOM killer does that from inside
+        (Evidence(usage=Usage(running=False, oom_killed=False, exit_code=137)), Verdict.oom),
+        # the runtime could not even start the runner in a sandbox out of memory
+        (
+            Evidence(usage=Usage(running=True, oom_killed=False, memory_hits=2), exit_code=126),
+            Verdict.oom,
+        ),
         (Evidence(usage=RUNNING, errno=errno.ENOMEM), Verdict.oom),
         (Evidence(usage=RUNNING, exception="MemoryError"), Verdict.oom),
         (
@@ -61,7 +68,15 @@ RUNNING = Usage(
         (Evidence(usage=RUNNING, exit_code=-9), Verdict.runtime_error),
         # only these are ours
         (Evidence(usage=Usage(running=False, oom_killed=False)), Verdict.infra_error),
+        (
+            Evidence(usage=Usage(running=False, oom_killed=False, exit_code=143)),
+            Verdict.infra_error,
+        ),
         (Evidence(usage=RUNNING, exit_code=127, detail="python3: not found"), Verdict.infra_error),
+        (
+            Evidence(usage=RUNNING, exit_code=126, detail="no reply (exit 126)"),
+            Verdict.runtime_error,
+        ),
         (Evidence(usage=RUNNING, exit_code=1, detail="Traceback"), Verdict.infra_error),
     ],
 )
