@@ -21,6 +21,11 @@ EVENTS: Final = PREFIX + "events"
 VERDICTS: Final = PREFIX + "stats:verdict"
 COUNTERS: Final = PREFIX + "stats:counters"
 
+# --- the catalog of ended episodes (written by the finish script, read by service/catalog.py)
+CATALOG: Final = PREFIX + "catalog:ended"
+CATALOG_RULES: Final = PREFIX + "catalog:rules"
+CATALOG_CATEGORIES: Final = PREFIX + "catalog:categories"
+
 # --- workers
 WORKERS: Final = PREFIX + "workers"
 WORKER_HOSTS: Final = PREFIX + "worker-hosts"
@@ -67,6 +72,21 @@ def reply(token: str) -> str:
 def latency(metric: str) -> str:
     """A latency histogram (total, queued, run, sandbox_start)."""
     return f"{PREFIX}stats:latency:{metric}"
+
+
+def catalog_term(term: str) -> str:
+    """Ended episodes with one verdict, mode or metadata pair (zset: id → end time)."""
+    return f"{PREFIX}catalog:by:{term}"
+
+
+def catalog_minute(minute: str) -> str:
+    """What ended in one minute (hash: counts by verdict and category, latency buckets)."""
+    return f"{PREFIX}catalog:minute:{minute}"
+
+
+def catalog_scratch(token: str) -> str:
+    """An intersection a count builds and deletes in one MULTI (zset)."""
+    return f"{PREFIX}catalog:scratch:{token}"
 
 
 def judge_cache(digest: str) -> str:

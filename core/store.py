@@ -23,7 +23,7 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
                           blocks on, JSON {status, body, message}
     acting:{id}           string: held while an interactive action runs        acting()
     stats:verdict         hash: verdict → count                                VERDICTS
-    stats:latency:{m}     hash: histogram buckets (le=…), sum, count,          latency()
+    stats:latency:{m}     hash: one bucket per episode (b=…), sum, count,      latency()
                           for m in total / queued / run / sandbox_start
     stats:counters        hash: JSON [name, [[label, value], …]] → count       COUNTERS
     workers               zset: worker name → last heartbeat (unix time)       WORKERS
@@ -35,6 +35,24 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
     reservations:{host}   hash: episode id → JSON [worker, millicpus,         reservations()
                           memory MiB]: what the host's running episodes hold
                           of its budget (`reserve`, `release`)
+    catalog:ended         zset: ended episode ids by end time                  CATALOG
+    catalog:by:{term}     zset: the same, of one verdict, mode or metadata     catalog_term()
+                          pair (`catalog_terms`)
+    catalog:minute:{m}    hash: what ended in minute m (unix time // 60): n,   catalog_minute()
+                          v:{verdict}, c:{category}, timed, sum (total s),
+                          t:{le} (total s, one bucket each, not cumulative)
+    catalog:scratch:{t}   zset: an intersection a count builds and deletes     catalog_scratch()
+                          in the same MULTI (service/catalog.py)
+    catalog:rules         hash: rule id → episodes it hit                      CATALOG_RULES
+    catalog:categories    hash: cheat category → episodes it was seen in       CATALOG_CATEGORIES
+
+The catalog (`catalog:*`, read by service/catalog.py) is written by the finish script with
+the terminal result, so it lists exactly the episodes that ended: per episode one ZADD
+(+ a trim and an EXPIRE) into `catalog:ended` and into each of its terms' sets (its
+verdict, its mode, its short metadata pairs: at most `CATALOG_METADATA_TERMS`), one
+`summary` field in its record, and ~5 HINCRBYs into its minute — all in the same call, no
+extra round trip. Sets are trimmed to the result TTL as they are written (and expire
+with it when nothing is written), so they hold what the records still hold.
 
 Fields of `episode:{id}` (`RecordField`), by who writes them:
     request, status, mode, created   the API, creating it (`create`, `add`)
@@ -44,7 +62,9 @@ Fields of `episode:{id}` (`RecordField`), by who writes them:
     warm, last_action                interactive: the started sandbox (`start_sandbox`,
                                      `SandboxState`); last_action again at every action
     steps                            interactive: the steps so far (`add_step`)
-    result, finished                 whoever ends it (`finish`)
+    result, finished                 whoever ends it (`finish`); with a sink (core/sink.py),
+                                     that process also appends the episode's row to disk
+    summary                          the same, for the catalog: `CatalogEntry`, JSON
 """
 
 from __future__ import annotations
@@ -62,6 +82,7 @@ import redis
 import redis.asyncio as aioredis
 
 from core import defaults, keys
+from core.sink import EpisodeSink
 from proctor.models import (
     EpisodeCreate,
     EpisodeMode,
@@ -69,6 +90,7 @@ from proctor.models import (
     EpisodeStatus,
     Observation,
     Step,
+    Verdict,
 )
 
 LATENCY_BUCKETS = defaults.LATENCY_BUCKETS
@@ -99,6 +121,7 @@ class RecordField(StrEnum):
     steps = "steps"
     result = "result"
     finished = "finished"
+    summary = "summary"
 
 
 def new_episode_id() -> str:
@@ -140,10 +163,36 @@ for i = 1, 4 do
     local key = KEYS[3 + i]
     redis.call('HINCRBYFLOAT', key, 'sum', x)
     redis.call('HINCRBY', key, 'count', 1)
+    -- one bucket per episode (b=…, not cumulative): the reader sums them up
     for _, le in ipairs(buckets) do
-      if x <= le then redis.call('HINCRBY', key, 'le=' .. le, 1) end
+      if x <= le then redis.call('HINCRBY', key, 'b=' .. le, 1) break end
     end
   end
+end
+-- the catalog (see the module docstring): KEYS[10] the minute, KEYS[11] rule hits,
+-- KEYS[12] category counts, KEYS[13..] the sets the episode is listed in.
+-- ARGV[12] summary, ARGV[13] trim score, ARGV[14] latency bucket, ARGV[15] rules (JSON),
+-- ARGV[16] categories (JSON)
+local ttl = tonumber(ARGV[5])
+redis.call('HSET', KEYS[1], 'summary', ARGV[12])
+local minute = KEYS[10]
+redis.call('HINCRBY', minute, 'n', 1)
+redis.call('HINCRBY', minute, 'v:' .. ARGV[4], 1)
+if ARGV[14] ~= '' then
+  redis.call('HINCRBY', minute, 'timed', 1)
+  redis.call('HINCRBYFLOAT', minute, 'sum', tonumber(ARGV[6]))
+  redis.call('HINCRBY', minute, 't:' .. ARGV[14], 1)
+end
+for _, c in ipairs(cjson.decode(ARGV[16])) do
+  redis.call('HINCRBY', minute, 'c:' .. c, 1)
+  redis.call('HINCRBY', KEYS[12], c, 1)
+end
+redis.call('EXPIRE', minute, ttl)
+for _, r in ipairs(cjson.decode(ARGV[15])) do redis.call('HINCRBY', KEYS[11], r, 1) end
+for i = 13, #KEYS do
+  redis.call('ZADD', KEYS[i], ARGV[10], ARGV[1])
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', '(' .. ARGV[13])
+  redis.call('EXPIRE', KEYS[i], ttl)
 end
 redis.call('PUBLISH', KEYS[8], ARGV[1])
 return 1
@@ -406,6 +455,141 @@ class ImageReport:
         return cls(at=float(report["at"]), images=report["images"])
 
 
+# A metadata pair is a catalog term (filterable) when its value is at most this long, and
+# an episode is listed under at most this many pairs (the model allows 64): the catalog's
+# cost per episode stays small whatever a trainer puts there.
+CATALOG_TERM_VALUE_CHARS = 128
+CATALOG_METADATA_TERMS = 16
+_SUMMARY_TEXT_CHARS = 200  # a summary's reason and metadata values are cut to this
+
+
+def verdict_term(verdict: str) -> str:
+    """The catalog term of a verdict ("none": an ended episode without one)."""
+    return f"verdict={verdict}"
+
+
+def mode_term(mode: str) -> str:
+    return f"mode={mode}"
+
+
+def metadata_term(key: str, value: str) -> str:
+    """JSON, so that no key or value containing `=` can collide with another pair."""
+    return "meta:" + json.dumps([key, value], separators=(",", ":"), ensure_ascii=False)
+
+
+def catalog_terms(result: EpisodeResult) -> list[str]:
+    """The terms an ended episode is listed under (each a `catalog:by:{term}` set)."""
+    terms = [
+        verdict_term(result.verdict.value if result.verdict else "none"),
+        mode_term(result.mode.value),
+    ]
+    pairs = [
+        (k, v) for k, v in sorted(result.metadata.items()) if len(v) <= CATALOG_TERM_VALUE_CHARS
+    ]
+    terms += [metadata_term(k, v) for k, v in pairs[:CATALOG_METADATA_TERMS]]
+    return terms
+
+
+def latency_bucket(total_s: float | None) -> str:
+    """The one histogram bucket (`le`) a latency falls in, "+Inf" past the last; "" for none."""
+    if total_s is None:
+        return ""
+    for le in LATENCY_BUCKETS:
+        if total_s <= le:
+            return str(le)
+    return "+Inf"
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """What the catalog lists of an ended episode (its record's `summary`): small, so that
+    a page of rows never parses whole results (which can be megabytes of output)."""
+
+    id: str
+    status: EpisodeStatus
+    verdict: Verdict | None
+    mode: EpisodeMode
+    reward: float | None
+    passed: bool | None
+    duration_s: float | None
+    image: str | None
+    metadata: Mapping[str, str]
+    created: float | None
+    finished: float
+    steps: int
+    reason: str
+    categories: tuple[str, ...]  # cheat categories seen (evidence, intercepted steps)
+    rules: tuple[str, ...]  # the rules that hit
+
+    @classmethod
+    def of(cls, result: EpisodeResult, *, finished: float) -> CatalogEntry:
+        categories = {e.category.value for e in result.cheat.evidence}
+        categories |= {s.category.value for s in result.steps if s.category is not None}
+        rules = {e.rule for e in result.cheat.evidence if e.rule}
+        rules |= {s.rule for s in result.steps if s.rule}
+        cut = _SUMMARY_TEXT_CHARS
+        return cls(
+            id=result.id,
+            status=result.status,
+            verdict=result.verdict,
+            mode=result.mode,
+            reward=result.reward,
+            passed=result.passed,
+            duration_s=result.timings.total_s,
+            image=result.sandbox.image,
+            metadata={k: v[:cut] for k, v in result.metadata.items()},
+            created=result.created_at.timestamp() if result.created_at else None,
+            finished=finished,
+            steps=len(result.steps),
+            reason=result.reason[:cut],
+            categories=tuple(sorted(categories)),
+            rules=tuple(sorted(rules)),
+        )
+
+    def encode(self) -> str:
+        return json.dumps(
+            {
+                "id": self.id,
+                "status": self.status.value,
+                "verdict": self.verdict.value if self.verdict else None,
+                "mode": self.mode.value,
+                "reward": self.reward,
+                "passed": self.passed,
+                "duration_s": self.duration_s,
+                "image": self.image,
+                "metadata": dict(self.metadata),
+                "created": self.created,
+                "finished": self.finished,
+                "steps": self.steps,
+                "reason": self.reason,
+                "categories": list(self.categories),
+                "rules": list(self.rules),
+            },
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def decode(cls, raw: str) -> CatalogEntry:
+        d = json.loads(raw)
+        return cls(
+            id=d["id"],
+            status=EpisodeStatus(d["status"]),
+            verdict=Verdict(d["verdict"]) if d["verdict"] else None,
+            mode=EpisodeMode(d["mode"]),
+            reward=d["reward"],
+            passed=d["passed"],
+            duration_s=d["duration_s"],
+            image=d["image"],
+            metadata=d["metadata"],
+            created=d["created"],
+            finished=float(d["finished"]),
+            steps=int(d["steps"]),
+            reason=d["reason"],
+            categories=tuple(d["categories"]),
+            rules=tuple(d["rules"]),
+        )
+
+
 def _counter_field(name: str, labels: Mapping[str, str]) -> str:
     return json.dumps([name, sorted(labels.items())])
 
@@ -418,9 +602,16 @@ def _counter_parts(field: str) -> tuple[str, list[tuple[str, str]]]:
 class EpisodeStore:
     """Typed access to episode records; one instance per process, sharing its Redis client."""
 
-    def __init__(self, client: redis.Redis, *, result_ttl_s: int = defaults.RESULT_TTL_S) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        result_ttl_s: int = defaults.RESULT_TTL_S,
+        sink: EpisodeSink | None = None,
+    ) -> None:
         self.redis = client
         self.result_ttl_s = result_ttl_s
+        self.sink = sink  # a durable copy of each result this process stores (core/sink.py)
         self._finish = client.register_script(_FINISH)
         self._advance = client.register_script(_ADVANCE)
         self._create = client.register_script(_CREATE)
@@ -527,8 +718,10 @@ class EpisodeStore:
         script_keys = [keys.episode(episode_id), keys.EVENTS, keys.QUEUED]
         return int(self._advance(keys=script_keys, args=args)) == 1
 
-    def finish(self, result: EpisodeResult) -> bool:
-        """Write the terminal result; False when the episode had already ended (or is gone)."""
+    def finish(self, result: EpisodeResult, *, request: EpisodeCreate | None = None) -> bool:
+        """Write the terminal result; False when the episode had already ended (or is gone).
+
+        `request`: the episode's, when the caller holds it (the sink then need not read it)."""
         assert result.status.terminal, result.status
         verdict = result.verdict.value if result.verdict else "none"
         timings = result.timings
@@ -537,11 +730,31 @@ class EpisodeStore:
         result = result.model_copy(update={"finished_at": finished})
         script_keys = [keys.episode(result.id), keys.ACTIVE, keys.VERDICTS]
         script_keys += [keys.latency(m) for m in LATENCY_METRICS] + [keys.EVENTS, keys.QUEUED]
+        entry = CatalogEntry.of(result, finished=finished.timestamp())
+        script_keys += [
+            keys.catalog_minute(str(int(entry.finished // 60))),
+            keys.CATALOG_RULES,
+            keys.CATALOG_CATEGORIES,
+            keys.CATALOG,
+            *(keys.catalog_term(t) for t in catalog_terms(result)),
+        ]
         args: list[Any] = [result.id, result.status.value, result.model_dump_json(), verdict]
         args += [self.result_ttl_s]
         args += ["" if v is None else repr(float(v)) for v in values]
-        args += [repr(finished.timestamp()), json.dumps(list(LATENCY_BUCKETS))]
-        return int(self._finish(keys=script_keys, args=args)) == 1
+        args += [repr(entry.finished), json.dumps(list(LATENCY_BUCKETS))]
+        args += [entry.encode(), repr(entry.finished - self.result_ttl_s)]
+        args += [latency_bucket(timings.total_s)]
+        args += [json.dumps(list(entry.rules)), json.dumps(list(entry.categories))]
+        stored = int(self._finish(keys=script_keys, args=args)) == 1
+        if stored and self.sink is not None:
+            raw = (
+                request.model_dump_json()
+                if request is not None
+                else self.redis.hget(keys.episode(result.id), RecordField.request)
+            )
+            if raw is not None:
+                self.sink.write(raw, args[2])
+        return stored
 
     # ------------------------------------------------------------------ interactive steps
 

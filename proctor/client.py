@@ -15,7 +15,7 @@ Errors:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -24,11 +24,14 @@ from proctor.models import (
     Action,
     EpisodeCreate,
     EpisodeCreated,
+    EpisodePage,
+    EpisodeRegrade,
     EpisodeResult,
     ScreenItem,
     ScreenRequest,
     ScreenVerdict,
     StepResult,
+    TestSpec,
 )
 
 __all__ = ["ApiError", "AsyncClient", "Client", "Overloaded", "ProctorError", "Unavailable"]
@@ -160,6 +163,69 @@ class Client:
         body = ScreenRequest(items=list(items)).model_dump(mode="json", exclude_none=True)
         data = self._request("POST", "/v1/screen", json=body)
         return [ScreenVerdict.model_validate(v) for v in data["verdicts"]]
+
+    def regrade(
+        self, episode_id: str, *, wait_s: float = 0, tests: TestSpec | None = None
+    ) -> EpisodeRegrade:
+        """Grade a finished episode again (a new episode): the old result and the new one."""
+        params = {"wait": wait_s} if wait_s else None
+        body = {"tests": tests.model_dump(mode="json")} if tests is not None else None
+        data = self._request("POST", f"/v1/episodes/{episode_id}/regrade", params=params, json=body)
+        return EpisodeRegrade.model_validate(data)
+
+    def export(
+        self,
+        *,
+        verdicts: Sequence[str] = (),
+        since: str | None = None,
+        until: str | None = None,
+        format: str = "jsonl",
+        limit: int | None = None,
+    ) -> Iterator[bytes]:
+        """The finished episodes as a dataset, streamed (JSON Lines or Parquet bytes)."""
+        params: dict[str, Any] = {"format": format}
+        if verdicts:
+            params["verdict"] = list(verdicts)
+        params |= {k: v for k, v in (("since", since), ("until", until), ("limit", limit)) if v}
+        try:
+            with self._http.stream("GET", "/v1/episodes/export", params=params) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    _check(response)
+                yield from response.iter_bytes()
+        except httpx.TransportError as exc:
+            raise Unavailable(f"cannot reach Proctor: {exc}") from exc
+
+    def list_episodes(
+        self,
+        *,
+        verdict: str | None = None,
+        mode: str | None = None,
+        trainer: str | None = None,
+        meta: Sequence[str] = (),
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> EpisodePage:
+        """A page of ended episodes, newest first (pass `next_cursor` back for the next)."""
+        given = {"verdict": verdict, "mode": mode, "trainer": trainer, "since": since}
+        given |= {"until": until, "cursor": cursor}
+        params: dict[str, Any] = {k: v for k, v in given.items() if v}
+        params["limit"] = limit
+        if meta:
+            params["meta"] = list(meta)
+        return EpisodePage.model_validate(self._request("GET", "/v1/episodes", params=params))
+
+    def metrics(self) -> str:
+        """The Prometheus exposition (`/metrics`): the live counts."""
+        try:
+            response = self._http.get("/metrics")
+        except httpx.TransportError as exc:
+            raise Unavailable(f"cannot reach Proctor: {exc}") from exc
+        if response.status_code >= 400:
+            _check(response)
+        return response.text
 
 
 class AsyncClient:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -11,6 +13,7 @@ from fastapi import FastAPI
 
 from core.config import Settings, get_settings
 from core.defaults import REDIS_HEALTH_CHECK_S
+from core.sink import EpisodeSink
 from core.store import EpisodeStore, ReplyWaiter
 from service.body_limit import BodySizeLimit
 from service.deps import Resources
@@ -20,12 +23,16 @@ from service.interactive import longest_reply_wait_s
 from service.queueing import EpisodeQueue
 from service.routes import (
     episodes,
+    export,
     health,
     interactive,
+    listing,
     metrics,
     openrlhf,
+    regrade,
     sandboxfusion,
     screen,
+    ui,
 )
 
 API_VERSION = "0.1.0"
@@ -42,7 +49,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         async_redis = aioredis.Redis.from_url(
             settings.redis_url, health_check_interval=REDIS_HEALTH_CHECK_S
         )
-        store = EpisodeStore(sync_redis, result_ttl_s=settings.result_ttl_s)
+        # the episodes the API ends (cancels, deadlines) go to the durable sink too
+        sink = EpisodeSink.of(settings, f"api-{socket.gethostname()}-{os.getpid()}")
+        store = EpisodeStore(sync_redis, result_ttl_s=settings.result_ttl_s, sink=sink)
         events = EpisodeEvents(async_redis)
         replies = ReplyWaiter(settings.redis_url, longest_wait_s=longest_reply_wait_s(settings))
         app.state.resources = Resources(
@@ -78,9 +87,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(metrics.router)
+    app.include_router(export.router)  # before episodes: `/export` is not an episode id
     app.include_router(episodes.router)
+    app.include_router(listing.router)
+    app.include_router(regrade.router)
     app.include_router(interactive.router)
     app.include_router(screen.router)
     app.include_router(sandboxfusion.router)
     app.include_router(openrlhf.router)
+    app.include_router(ui.router)
     return app

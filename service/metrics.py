@@ -8,6 +8,7 @@ collector renders them, identically on every API replica.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import accumulate
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -53,7 +54,9 @@ class RedisCollector(Collector):
             family = HistogramMetricFamily(
                 f"proctor_episode_{metric}_seconds", f"Episode {metric} time in seconds"
             )
-            buckets = [(str(le), raw.get(f"le={le}", 0.0)) for le in LATENCY_BUCKETS]
+            # each episode is counted in its own bucket only: Prometheus's are cumulative
+            cumulative = list(accumulate(raw.get(f"b={le}", 0.0) for le in LATENCY_BUCKETS))
+            buckets = [(str(le), n) for le, n in zip(LATENCY_BUCKETS, cumulative, strict=True)]
             buckets.append(("+Inf", raw.get("count", 0.0)))
             family.add_metric([], buckets, sum_value=raw.get("sum", 0.0))
             yield family

@@ -41,11 +41,13 @@ def until_redis_answers(what: str, call: Callable[[], T]) -> T:
             wait = min(wait * 2, longest)
 
 
-def finish(result: EpisodeResult) -> bool:
+def finish(result: EpisodeResult, record: EpisodeRecord | None = None) -> bool:
     """Write a terminal result, however long Redis is away; False if it had ended first."""
     rt = runtime.current()
+    request = record.request if record is not None else None
     return until_redis_answers(
-        f"episode {result.id}: writing the result", lambda: rt.store.finish(result)
+        f"episode {result.id}: writing the result",
+        lambda: rt.store.finish(result, request=request),
     )
 
 
@@ -79,7 +81,7 @@ def _run_episode(rt: runtime.Runtime, episode_id: str) -> str:
             capacity.release(rt.store, rt.host, episode_id)
     if result is None:
         return "skipped"
-    if not finish(result):
+    if not finish(result, record):
         log.info("episode %s ended elsewhere first (cancelled or swept)", episode_id)
     return result.status.value
 
@@ -135,7 +137,7 @@ def finish_episode(episode_id: str, reply_key: str | None = None) -> None:
             f"episode {episode_id}: reading", lambda: rt.store.get(episode_id)
         )
         if record is not None:
-            finish(infra_failure(record, f"finishing failed: {exc}"))
+            finish(infra_failure(record, f"finishing failed: {exc}"), record)
         if reply_key:
             rt.store.reply(
                 reply_key, status=500, message=f"finishing failed: {type(exc).__name__}: {exc}"
