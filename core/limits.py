@@ -13,6 +13,7 @@ import logging
 import os
 from dataclasses import dataclass
 
+from core import languages
 from core.config import Settings
 from core.defaults import DISK_SHARE, MEMORY_SHARE
 from proctor.models import Action, BashAction, EpisodeCreate, EpisodeMode, Limits
@@ -66,7 +67,11 @@ def oneshot_seconds(request: EpisodeCreate) -> float:
     limits = request.task.limits
     actions = request.solution.actions if request.solution else []
     acting = sum(a.timeout_s for a in actions if isinstance(a, BashAction))
-    return limits.timeout_s * (1 + len(request.task.setup)) + acting
+    language = request.task.language
+    compiling = (
+        limits.compile_timeout_s if language and languages.language(language).compiled else 0
+    )
+    return limits.timeout_s * (1 + len(request.task.setup)) + acting + compiling
 
 
 def refusals(request: EpisodeCreate, maxima: HostMaxima) -> list[str]:

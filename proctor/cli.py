@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from proctor import cli_episodes
+
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
@@ -20,6 +22,7 @@ app = typer.Typer(
 )
 images_app = typer.Typer(no_args_is_help=True, help="Sandbox and service images.")
 app.add_typer(images_app, name="images")
+cli_episodes.register(app)  # submit, episodes, show, top, export, regrade
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Open long waits (`?wait=`) would hold a stop for minutes: past this, connections are cut
@@ -36,21 +39,19 @@ def serve(
     port: Annotated[int | None, typer.Option(help="port")] = None,
     workers: Annotated[int, typer.Option(help="API processes")] = 1,
 ) -> None:
-    """Serve the HTTP API (no workers: start those with `proctor worker`)."""
-    import uvicorn
-
+    """Serve the HTTP API (no workers: start those with `proctor worker`); also on
+    PROCTOR_SANDBOXFUSION_PORT when that is set."""
     from core.config import get_settings
+    from service import serving
 
     settings = get_settings()
-    uvicorn.run(
-        "service.main:create_app",
-        factory=True,
+    listen = serving.Listen(
         host=host or settings.host,
         port=port or settings.port,
         workers=workers,
-        log_level="info",
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        graceful_shutdown_s=SHUTDOWN_GRACE_S,
     )
+    serving.serve(settings, listen)
 
 
 @app.command()
@@ -73,9 +74,8 @@ def run_all(
     import multiprocessing
     import signal
 
-    import uvicorn
-
     from core.config import get_settings
+    from service import serving
     from workers.main import run
 
     settings = get_settings()
@@ -95,14 +95,10 @@ def run_all(
     # the workers too, instead of the default action leaving them orphaned
     signal.signal(signal.SIGTERM, stop_workers)
     signal.signal(signal.SIGINT, stop_workers)
-    uvicorn.run(
-        "service.main:create_app",
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        log_level="info",
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+    listen = serving.Listen(
+        host=settings.host, port=settings.port, graceful_shutdown_s=SHUTDOWN_GRACE_S
     )
+    serving.serve(settings, listen)
     stop_workers()
 
 
@@ -125,7 +121,8 @@ def images_build(
     images: Annotated[
         list[str] | None,
         typer.Argument(
-            help="sandbox, service, redis, judge (default: sandbox service redis)",
+            help="sandbox, sandbox-sci, the language sandboxes, service, redis, judge "
+            "(default: all but the judge)",
             show_default=False,
         ),
     ] = None,
@@ -175,24 +172,6 @@ def images_build(
             typer.echo(err.detail, err=True)
         typer.echo(f"images: {err}", err=True)
         raise typer.Exit(1) from None
-
-
-@app.command()
-def submit(
-    path: Annotated[Path, typer.Argument(help="a JSON episode request; - for stdin")],
-    url: UrlOption = "http://127.0.0.1:8000",
-    token: TokenOption = None,
-    timeout: Annotated[float, typer.Option(help="seconds to wait for the result")] = 600,
-) -> None:
-    """Run one episode and print its result as JSON."""
-    from proctor.client import Client
-    from proctor.models import EpisodeCreate
-
-    text = sys.stdin.read() if str(path) == "-" else path.read_text()
-    episode = EpisodeCreate.model_validate_json(text)
-    with Client(url, token=token) as client:
-        result = client.run(episode, timeout_s=timeout)
-    typer.echo(result.model_dump_json(indent=2))
 
 
 @app.command()

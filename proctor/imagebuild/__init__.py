@@ -1,6 +1,9 @@
 """Proctor's images, built from this checkout with or without a registry (`proctor images build`).
 
     images      sandbox  proctor/sandbox-python:latest  the sandbox runtime for Python tasks
+                sandbox-sci  proctor/sandbox-python-sci:latest  ... plus numpy, pandas, scipy
+                sandbox-cpp, -java, -go, -node, -rust  proctor/sandbox-<family>:latest: the
+                         Python sandbox plus a language family's Debian packages
                 service  proctor/service:latest         the API and the worker (one image)
                 redis    proctor/redis:latest           Redis for the compose stack
                 judge    proctor/judge:latest           the local llama.cpp judge (on request)

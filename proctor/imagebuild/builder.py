@@ -13,12 +13,14 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import platform
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 # modules by their full name: `from proctor.imagebuild import x` would go through the
@@ -32,16 +34,34 @@ from proctor.imagebuild.config import OFFLINE_BASE, BuildConfig, ImageBuildError
 logger = logging.getLogger(__name__)
 
 SANDBOX = "proctor/sandbox-python:latest"
+SANDBOX_SCI = "proctor/sandbox-python-sci:latest"
 SERVICE = "proctor/service:latest"
 REDIS = "proctor/redis:latest"
 JUDGE = "proctor/judge:latest"
+# One sandbox per language family (core/languages.py says which language runs in which):
+# target → (image, the Debian packages it adds to the Python sandbox).
+LANGUAGE_IMAGES = {
+    "sandbox-cpp": ("proctor/sandbox-cpp:latest", ("g++", "gcc", "libc6-dev")),
+    "sandbox-java": ("proctor/sandbox-java:latest", ("openjdk-17-jdk-headless", "junit5")),
+    "sandbox-go": ("proctor/sandbox-go:latest", ("golang-go",)),
+    "sandbox-node": ("proctor/sandbox-node:latest", ("nodejs", "node-typescript")),
+    "sandbox-rust": ("proctor/sandbox-rust:latest", ("rustc",)),
+}
 # target name → image; the judge is built on request only (it compiles llama.cpp once)
-IMAGES = {"sandbox": SANDBOX, "service": SERVICE, "redis": REDIS, "judge": JUDGE}
-DEFAULT_TARGETS = ("sandbox", "service", "redis")
+IMAGES = {
+    "sandbox": SANDBOX,
+    "sandbox-sci": SANDBOX_SCI,
+    **{target: image for target, (image, _) in LANGUAGE_IMAGES.items()},
+    "service": SERVICE,
+    "redis": REDIS,
+    "judge": JUDGE,
+}
+DEFAULT_TARGETS = ("sandbox", "sandbox-sci", *LANGUAGE_IMAGES, "service", "redis")
 
 RECIPE_LABEL = "org.proctor.recipe"
 BASE_LABEL = "org.proctor.base"  # set by each Dockerfile from its BASE_IMAGE
 BASE_ID_LABEL = "org.proctor.base.id"
+STAGE_LABEL = "org.proctor.stage"  # on a build stage's image, removed after the build
 
 
 @dataclass(frozen=True)
@@ -119,6 +139,7 @@ class Builder:
         recipe: str,
         base: Base,
         context: Sequence[tuple[str, str]],
+        build_args: dict[str, str] | None = None,
     ) -> None:
         """Build from a context of (path under images/, name in the context); keep the log
         in .run/, drop the image this one replaced."""
@@ -134,7 +155,7 @@ class Builder:
             network=base.network,
             no_cache=self.force,
             context=[(images / path, arcname) for path, arcname in context],
-            build_args={"BASE_IMAGE": base.image},
+            build_args={"BASE_IMAGE": base.image, **(build_args or {})},
             labels={RECIPE_LABEL: recipe, BASE_ID_LABEL: engine.image_id(base.image) or ""},
             log=log,
         )
@@ -176,6 +197,69 @@ class Builder:
                 ("sandbox-python/Dockerfile", "sandbox-python/Dockerfile"),
                 (".wheels/sandbox", ".wheels"),
             ],
+        )
+
+    def sandbox_sci(self) -> None:
+        """The Python sandbox plus the scientific stack, built on top of it (shared layers);
+        nothing is fetched in the build, so it runs with no network."""
+        config = self.config
+        here = config.images_dir / "sandbox-python-sci"
+        recipe = recipes.simple(here / "Dockerfile", (here / "requirements.txt").read_text())
+        self.sandbox()
+        if self.up_to_date(SANDBOX_SCI, recipe):
+            return
+        base = Base(SANDBOX, "none")
+        python = engine.python_version(SANDBOX)
+        if python is None:
+            raise ImageBuildError(f"{SANDBOX} has no python3")
+        dest = wheels.scientific(config, here / "requirements.txt", python, platform.machine())
+        wheels.complete_for(config, SANDBOX, dest, config.run_dir / "sandbox-sci-wheels.log")
+        self.docker_build(
+            SANDBOX_SCI,
+            "sandbox-python-sci/Dockerfile",
+            recipe,
+            base,
+            [
+                ("sandbox-python-sci/Dockerfile", "sandbox-python-sci/Dockerfile"),
+                (".wheels/sandbox-sci", ".wheels"),
+            ],
+        )
+        engine.prune_stage(f"{STAGE_LABEL}=sandbox-python-sci")
+
+    def language(self, target: str) -> None:
+        """A language family's sandbox: the Python sandbox plus Debian packages, smoke-tested."""
+        config = self.config
+        image, packages = LANGUAGE_IMAGES[target]
+        family = target.removeprefix("sandbox-")
+        dockerfile = config.images_dir / "sandbox-lang" / "Dockerfile"
+        smoke = f"sandbox-lang/smoke/{family}.sh"
+        recipe = recipes.digest(
+            [
+                dockerfile.read_bytes(),
+                (config.images_dir / smoke).read_bytes(),
+                recipes.lines(config.language_base_image, *packages),
+            ]
+        )
+        if config.language_base_image == SANDBOX and engine.image_id(SANDBOX) is None:
+            self.sandbox()  # built on its own first (the "sandbox" target) when all are built
+        if self.up_to_date(image, recipe):
+            return
+        base = self.resolve_base(config.language_base_image)
+        dest = config.wheels_dir / "debs" / family
+        count = wheels.deb_closure(config, base.image, dest, packages)
+        logger.info("%s: %d Debian packages for %s", image, count, " ".join(packages))
+        self.docker_build(
+            image,
+            "sandbox-lang/Dockerfile",
+            recipe,
+            # the packages are in the context: the build needs no network
+            Base(base.image, "none"),
+            [
+                ("sandbox-lang/Dockerfile", "sandbox-lang/Dockerfile"),
+                (smoke, "smoke.sh"),
+                (f".wheels/debs/{family}", ".debs"),
+            ],
+            build_args={"FAMILY": family},
         )
 
     def service(self) -> None:
@@ -285,6 +369,8 @@ def build(
     builder = Builder(config, force=force)
     steps: dict[str, Callable[[], None]] = {
         "sandbox": builder.sandbox,
+        "sandbox-sci": builder.sandbox_sci,
+        **{target: partial(builder.language, target) for target in LANGUAGE_IMAGES},
         "service": builder.service,
         "redis": builder.redis,
         "judge": builder.judge,

@@ -35,6 +35,8 @@ class BuildConfig:
     service_base_image  service and judge base       SERVICE_BASE_IMAGE
                                                      (python:3.X-slim-bookworm, X: the host's)
     redis_base_image    Redis base                   REDIS_BASE_IMAGE (redis:7-bookworm)
+    language_base_image base of the language         LANGUAGE_BASE_IMAGE
+                        sandboxes (cpp, java, ...)   (proctor/sandbox-python:latest)
     sandbox_packages    pip requirements, sandbox    SANDBOX_PY_PACKAGES ("pytest>=8")
     pip                 host pip command             PIP (.venv's, else python3's)
     pull_timeout_s      seconds a pull may take      PULL_TIMEOUT (20; a slower pull counts
@@ -47,6 +49,7 @@ class BuildConfig:
     base_image: str
     service_base_image: str
     redis_base_image: str
+    language_base_image: str
     sandbox_packages: str  # as given: whitespace-separated requirements
     pip: tuple[str, ...]
     host_python: str
@@ -85,6 +88,8 @@ class BuildConfig:
             base_image=environ.get("BASE_IMAGE") or "python:3.12-slim",
             service_base_image=environ.get("SERVICE_BASE_IMAGE") or f"python:{host}-slim-bookworm",
             redis_base_image=environ.get("REDIS_BASE_IMAGE") or "redis:7-bookworm",
+            language_base_image=environ.get("LANGUAGE_BASE_IMAGE")
+            or "proctor/sandbox-python:latest",
             sandbox_packages=environ.get("SANDBOX_PY_PACKAGES") or "pytest>=8",
             pip=pip,
             host_python=host,

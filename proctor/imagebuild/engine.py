@@ -82,6 +82,16 @@ def python_version(image: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def read_file(image: str, path: str) -> bytes | None:
+    """A file of the image, read by `cat` in a throwaway offline container; None if absent."""
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "cat", image, path],
+        capture_output=True,
+        check=False,
+    )
+    return done.stdout if done.returncode == 0 else None
+
+
 def run_python_on_tar(
     image: str, script: str, root: Path, args: Sequence[str] = ()
 ) -> subprocess.CompletedProcess[bytes]:
@@ -148,6 +158,17 @@ def remove(image_or_id: str) -> None:
     """Remove an image if nothing uses it; the engine refuses while containers still do,
     and that refusal is fine (the old image goes with its last container)."""
     subprocess.run(["docker", "rmi", image_or_id], capture_output=True, check=False)
+
+
+def prune_stage(label: str) -> None:
+    """Remove the untagged images a multi-stage build left behind, by the label its stage
+    carries: the classic builder keeps each stage as an image, whose layers would cost the
+    disk twice. Images of other builds are not touched."""
+    subprocess.run(
+        ["docker", "image", "prune", "--force", "--filter", f"label={label}"],
+        capture_output=True,
+        check=False,
+    )
 
 
 def _write_tar(stream: IO[bytes], members: Sequence[tuple[Path, str]]) -> None:

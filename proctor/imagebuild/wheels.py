@@ -104,6 +104,49 @@ def sandbox(config: BuildConfig) -> Path:
     return dest
 
 
+def manylinux_platforms(machine: str) -> list[str]:
+    """The manylinux tags a Debian bookworm base (glibc 2.36) runs, newest first: pip takes
+    exactly the tags it is given, so each glibc level a wheel may be tagged with is named."""
+    return [f"manylinux_2_{minor}_{machine}" for minor in range(36, 16, -1)] + [
+        f"manylinux2014_{machine}"
+    ]
+
+
+def scientific(config: BuildConfig, requirements: Path, python: str, machine: str) -> Path:
+    """Binary wheels of the scientific stack for the base's Python (major.minor) and machine;
+    source-only releases are refused (nothing compiles here or in the image)."""
+    dest = fresh(config.wheels_dir / "sandbox-sci")
+    shutil.copy2(requirements, dest / "requirements.txt")
+    (dest / "constraints.txt").write_text("")
+    log = config.run_dir / "sandbox-sci-wheels.log"
+    platforms = [arg for tag in manylinux_platforms(machine) for arg in ("--platform", tag)]
+    done = pip(
+        config,
+        "download",
+        "--quiet",
+        "--only-binary=:all:",
+        "--python-version",
+        python,
+        "--implementation",
+        "cp",
+        *platforms,
+        "--dest",
+        str(dest),
+        "-r",
+        str(dest / "requirements.txt"),
+        log=log,
+    )
+    if done.returncode != 0:
+        raise ImageBuildError(
+            f"pip download of the scientific stack failed for Python {python} "
+            "(log: .run/sandbox-sci-wheels.log)",
+            tail(log),
+        )
+    total = sum(path.stat().st_size for path in dest.glob("*.whl"))
+    logger.info("sandbox-sci wheels: %d, %d MB", len(list(dest.glob("*.whl"))), total // 10**6)
+    return dest
+
+
 def service(config: BuildConfig, files: Sequence[str]) -> Path:
     """Wheels of Proctor with its server extras and of every dependency, pinned."""
     dest = fresh(config.wheels_dir / "service")
@@ -273,3 +316,55 @@ def debs(config: BuildConfig, dest: Path, packages: Sequence[str]) -> None:
         raise ImageBuildError(
             f"apt-get download {' '.join(packages)} failed (log: .run/apt-download.log)"
         )
+
+
+def deb_closure(config: BuildConfig, base: str, dest: Path, packages: Sequence[str]) -> int:
+    """The named Debian packages and every dependency `base` lacks, downloaded on the host.
+
+    The host's apt resolves them against the base's own dpkg status (not the host's), so the
+    set is what a `dpkg -i` in that base needs: nothing it has, nothing missing. Returns the
+    number of .deb files.
+    """
+    fresh(dest)
+    (dest / "partial").mkdir()
+    status = engine.read_file(base, "/var/lib/dpkg/status")
+    if status is None:
+        raise ImageBuildError(f"cannot read /var/lib/dpkg/status from {base}")
+    log = config.run_dir / f"apt-download-{dest.name}.log"
+    with tempfile.TemporaryDirectory() as scratch:
+        state = Path(scratch, "status")
+        state.write_bytes(status)
+        command = [
+            "apt-get",
+            "install",
+            "--download-only",
+            "--yes",
+            "--no-install-recommends",
+            "-o",
+            f"Dir::State::status={state}",
+            "-o",
+            f"Dir::Cache::archives={dest}",
+            "-o",
+            "Debug::NoLocking=1",
+            *packages,
+        ]
+
+        def download(mode: str) -> bool:
+            with log.open(mode) as out:
+                done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+            return done.returncode == 0
+
+        if not download("w"):
+            logger.info("apt-get download failed; updating the package lists once")
+            with log.open("a") as out:
+                subprocess.run(
+                    ["apt-get", "update", "-qq"], stdout=out, stderr=subprocess.STDOUT, check=False
+                )
+            if not download("a"):
+                raise ImageBuildError(
+                    f"apt-get download of {' '.join(packages)} failed (log: .run/{log.name})",
+                    tail(log),
+                )
+    shutil.rmtree(dest / "partial", ignore_errors=True)
+    (dest / "lock").unlink(missing_ok=True)
+    return len(list(dest.glob("*.deb")))

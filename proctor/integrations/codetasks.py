@@ -42,6 +42,7 @@ from proctor.models import (
     TaskSpec,
     TestOutcome,
     TestSpec,
+    Verdict,
 )
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "resolve_label",
     "run_episodes",
     "run_episodes_async",
+    "timed_out",
 ]
 
 SOLUTION_PATH = "solution.py"
@@ -64,6 +66,8 @@ CASES_FILE = "proctor_cases.json"
 CALL_DRIVER_FILE = "proctor_call.py"
 # pytest's own start-up and collection, beyond the per-case time limits
 HARNESS_OVERHEAD_S = 15.0
+# how assets/cases_harness.py words a case that ran out of its time limit
+CASE_TIME_LIMIT = "time limit exceeded"
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _CODE_LANGUAGES = {"", "python", "python3", "py"}
@@ -322,6 +326,15 @@ def case_counts(result: EpisodeResult) -> tuple[int, int]:
     """(passed, total) over the cases that ran."""
     counted = [t for t in result.tests if t.outcome is not TestOutcome.skipped]
     return sum(t.outcome is TestOutcome.passed for t in counted), len(counted)
+
+
+def timed_out(result: EpisodeResult) -> bool:
+    """The episode ran out of time, or a case of the harness ran out of its own limit (the
+    episode then ends `failed`: the other cases still count)."""
+    return result.verdict is Verdict.timeout or any(
+        t.outcome is not TestOutcome.passed and CASE_TIME_LIMIT in (t.message or "")
+        for t in result.tests
+    )
 
 
 # ---------------------------------------------------------------------------- running many

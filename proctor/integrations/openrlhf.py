@@ -35,6 +35,7 @@ from proctor.integrations.codetasks import (
     load_catalog,
     resolve_label,
     run_episodes,
+    timed_out,
 )
 from proctor.models import (
     BashAction,
@@ -135,7 +136,7 @@ def _one(sample: Sample, infra_reward: float) -> tuple[float, dict[str, float], 
         values.update(
             passed=float(bool(sample.passed)),
             pass_rate=passed / total if total else float(bool(sample.passed)),
-            timeout=float(sample.verdict is Verdict.timeout),
+            timeout=float(timed_out(sample)),
             cheat=float(sample.verdict is Verdict.cheat),
         )
         detail = {"episode_id": sample.id, "verdict": str(sample.verdict or ""), "error": ""}

@@ -4,17 +4,26 @@ verl's sandbox_fusion reward and tool (`reward_model.sandbox_fusion.url=.../run_
 ROLL and SkyRL speak this protocol. Field names, value spellings and status semantics are
 SandboxFusion's:
 
-| what happened                        | status       | run_result.status | return_code |
-|--------------------------------------|--------------|-------------------|-------------|
-| the program exited 0                 | Success      | Finished          | 0           |
-| it exited non-zero (or was OOM-killed)| Failed      | Finished          | its code    |
-| it ran out of `run_timeout`          | Failed       | TimeLimitExceeded | null        |
-| screening caught it cheating         | Failed       | Finished          | its code/1  |
-| our infrastructure failed            | SandboxError | (none)            |             |
+| what happened                  | status       | compile_result    | run_result        | code  |
+|--------------------------------|--------------|-------------------|-------------------|-------|
+| the program exited 0           | Success      | Finished, 0 (*)   | Finished          | 0     |
+| it exited non-zero (or OOM)    | Failed       | Finished, 0 (*)   | Finished          | its   |
+| it ran out of `run_timeout`    | Failed       | Finished, 0 (*)   | TimeLimitExceeded | null  |
+| it does not compile            | Failed       | Finished, its code| (none)            |       |
+| compiling ran out of time      | Failed       | TimeLimitExceeded | (none)            |       |
+| screening caught it cheating   | Failed       | Finished, 0 (*)   | Finished          | its/1 |
+| our infrastructure failed      | SandboxError | (none)            | (none)            |       |
+
+(*) compiled languages only (`core.languages`); interpreted ones have no compile_result.
+A `language` not in the table is refused as SandboxFusion refuses it, a 422 naming the
+known ones (not a SandboxError: trainers retry those).
 
 The code runs as a one-shot episode (the worker screens it with the rule filter like any
-solution) whose test command is the program, graded by exit code, within the time verl's
-client waits (`service.adapters.deadline`). The routes are `service.routes.sandboxfusion`.
+solution) in its language's image, with `task.language` set so a compiled language compiles
+in its own step (`workers.evaluation.grading`), whose test command is the program, graded by
+exit code, within the time verl's client waits (`service.adapters.deadline`). `files` are
+base64: text ones go into the workspace with the task, others (binary) with the tests. The
+routes are `service.routes.sandboxfusion`.
 """
 
 from __future__ import annotations
@@ -23,8 +32,9 @@ import base64
 import binascii
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
+from core import languages
 from core.defaults import SANDBOXFUSION_ANSWER_MARGIN_S, SANDBOXFUSION_CLIENT_SLACK_S
 from core.limits import HostMaxima
 from proctor.models import (
@@ -43,12 +53,7 @@ from service.deps import Resources
 STDIN_FILE = ".proctor-stdin"
 OUTPUT_BYTES = 1 << 20  # SandboxFusion returns output whole; 1 MiB per stream here
 DEFAULT_MEMORY_MB = 1024
-# language → (file name, command); the python image has these interpreters
-RUNNERS = {
-    "python": ("main.py", "python3 main.py"),
-    "pytest": ("test_main.py", "python3 -m pytest -q -p no:cacheprovider test_main.py"),
-    "bash": ("main.sh", "bash main.sh"),
-}
+MIN_TIMEOUT_S = 0.1  # SandboxFusion takes any number; a limit must be positive
 
 
 class RunStatus(StrEnum):
@@ -78,6 +83,12 @@ class RunCodeRequest(BaseModel):
         default_factory=list, description="not supported: always answered with no files"
     )
 
+    @field_validator("language")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        languages.language(name)  # UnknownLanguage is a ValueError: a 422, as SandboxFusion's
+        return name
+
 
 class CommandRunResult(BaseModel):
     status: CommandRunStatus
@@ -97,27 +108,26 @@ class RunCodeResponse(BaseModel):
 
 
 class UnsupportedRequest(ValueError):
-    """A request this deployment cannot run (a language, a binary file): a SandboxError."""
+    """A request this deployment cannot run (a file that is not base64): a SandboxError."""
 
 
 def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) -> EpisodeCreate:
-    runner = RUNNERS.get(request.language)
-    if runner is None:
-        raise UnsupportedRequest(
-            f"language {request.language!r} is not available here; "
-            f"this deployment runs {', '.join(sorted(RUNNERS))}"
-        )
-    code_file, command = runner
+    lang = languages.language(request.language)
+    code_file = languages.source_for(lang, request.code)
+    command = lang.run
     files: dict[str, str] = {}
+    binary: dict[str, str] = {}
     for path, content in request.files.items():
         if content is None:  # SandboxFusion skips these too
             continue
         try:
-            files[path] = base64.b64decode(content, validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError) as exc:
-            raise UnsupportedRequest(
-                f"file {path!r} is not base64 of UTF-8 text (binary files are not supported)"
-            ) from exc
+            data = base64.b64decode(content, validate=True)
+        except binascii.Error as exc:
+            raise UnsupportedRequest(f"file {path!r} is not base64 ({exc})") from exc
+        try:
+            files[path] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            binary[path] = base64.b64encode(data).decode("ascii")
     tests: dict[str, str] = {}
     if request.stdin is not None:
         tests[STDIN_FILE] = request.stdin
@@ -130,11 +140,15 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
             memory = min(memory, maxima.memory_mb)
     return EpisodeCreate(
         task=TaskSpec(
-            image="python",
+            image=lang.image,
+            language=lang.name,
             files=files,
-            tests=TestSpec(files=tests, command=command, format=TestFormat.exit_code),
+            tests=TestSpec(
+                files=tests, binary_files=binary, command=command, format=TestFormat.exit_code
+            ),
             limits=Limits(
                 timeout_s=request.run_timeout,
+                compile_timeout_s=max(request.compile_timeout, MIN_TIMEOUT_S),
                 memory_mb=min(max(memory, 32), 16_384),
                 output_bytes=output_bytes,
             ),
@@ -144,7 +158,10 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
     )
 
 
-def run_code_response(outcome: EpisodeResult | Exception) -> RunCodeResponse:
+def run_code_response(
+    outcome: EpisodeResult | Exception, *, compiled: bool = False
+) -> RunCodeResponse:
+    """SandboxFusion's answer for an episode's outcome; `compiled`: its language compiles."""
     if not isinstance(outcome, EpisodeResult) or outcome.reward is None:
         message = (
             str(outcome)
@@ -153,7 +170,34 @@ def run_code_response(outcome: EpisodeResult | Exception) -> RunCodeResponse:
         )
         return RunCodeResponse(status=RunStatus.SandboxError, message=message)
     pod = outcome.sandbox.host
+    compile_s = outcome.timings.compile_s
+    if compiled and outcome.verdict is Verdict.compile_error:
+        # no run: the compiler's output and status, where SandboxFusion puts them
+        timed_out = outcome.exit_code is None
+        failed = CommandRunResult(
+            status=CommandRunStatus.TimeLimitExceeded if timed_out else CommandRunStatus.Finished,
+            execution_time=compile_s,
+            return_code=outcome.exit_code,
+            stdout=outcome.stdout,
+            stderr=outcome.stderr,
+        )
+        return RunCodeResponse(
+            status=RunStatus.Failed, message="", compile_result=failed, executor_pod_name=pod
+        )
+    built = (
+        CommandRunResult(
+            status=CommandRunStatus.Finished,
+            execution_time=compile_s,
+            return_code=0,
+            stdout="",
+            stderr="",
+        )
+        if compiled
+        else None
+    )
     time_s = outcome.timings.run_s
+    if time_s is not None and compile_s is not None:
+        time_s = max(time_s - compile_s, 0.0)
     if outcome.verdict is Verdict.timeout:
         run = CommandRunResult(
             status=CommandRunStatus.TimeLimitExceeded,
@@ -162,7 +206,11 @@ def run_code_response(outcome: EpisodeResult | Exception) -> RunCodeResponse:
             stderr=outcome.stderr,
         )
         return RunCodeResponse(
-            status=RunStatus.Failed, message="", run_result=run, executor_pod_name=pod
+            status=RunStatus.Failed,
+            message="",
+            compile_result=built,
+            run_result=run,
+            executor_pod_name=pod,
         )
     code = outcome.exit_code
     if outcome.verdict is Verdict.cheat and code == 0:
@@ -177,7 +225,9 @@ def run_code_response(outcome: EpisodeResult | Exception) -> RunCodeResponse:
         stderr=outcome.stderr,
     )
     status = RunStatus.Success if code == 0 else RunStatus.Failed
-    return RunCodeResponse(status=status, message="", run_result=run, executor_pod_name=pod)
+    return RunCodeResponse(
+        status=status, message="", compile_result=built, run_result=run, executor_pod_name=pod
+    )
 
 
 async def run_code(resources: Resources, request: RunCodeRequest) -> RunCodeResponse:
@@ -196,4 +246,4 @@ async def run_code(resources: Resources, request: RunCodeRequest) -> RunCodeResp
     )
     deadline = min(deadline, resources.settings.max_wait_s)
     [outcome] = await run_within(resources, [episode], deadline)
-    return run_code_response(outcome)
+    return run_code_response(outcome, compiled=languages.language(request.language).compiled)

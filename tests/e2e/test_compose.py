@@ -108,6 +108,7 @@ def stack(engine: docker.DockerClient) -> Iterator[Stack]:
         | {
             "PROCTOR_COMPOSE_PROJECT": project,
             "PROCTOR_PORT": str(free_port()),
+            "PROCTOR_SANDBOXFUSION_PORT": str(free_port()),
             "PROCTOR_REDIS_PASSWORD": password,
             "PROCTOR_UP_TIMEOUT_S": "180",
         }
@@ -343,6 +344,16 @@ def test_make_up_serves_one_shot_episodes(stack: Stack, http: httpx.Client) -> N
     assert right["sandbox"]["image_digest"].startswith("sha256:")
     # sandboxes are the engine's, on the stack's own internal network beside its honeypot
     assert right["sandbox"]["network"] in (stack.sandbox_network, "none")
+
+
+def test_sandboxfusion_clients_reach_the_second_port(stack: Stack) -> None:
+    """SkyRL's coder1 posts to the host's 8080: the stack publishes the API there too."""
+    wait_ready(stack, 60)
+    url = f"http://127.0.0.1:{stack.env['PROCTOR_SANDBOXFUSION_PORT']}/run_code"
+    code = "import numpy\nprint(numpy.__version__.split('.')[0])\n"
+    body = {"language": "python", "code": code, "stdin": None, "run_timeout": 10}
+    answer = httpx.post(url, json=body, timeout=60).json()
+    assert (answer["status"], answer["run_result"]["stdout"]) == ("Success", "1\n"), answer
 
 
 def test_interactive_episode_earns_its_reward(

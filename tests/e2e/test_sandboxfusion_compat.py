@@ -235,13 +235,18 @@ def test_memory_over_the_limit_fails_the_run(verl: VerlClient) -> None:
     assert meta["api_response"]["run_result"]["return_code"] != 0
 
 
-def test_an_unavailable_language_is_a_sandbox_error(verl: VerlClient) -> None:
-    result, meta = verl.case("int main() { return 0; }", None, None, language="cpp")
+def test_an_unknown_language_is_refused_not_retried(verl: VerlClient) -> None:
+    # SandboxFusion's `language` is an enum: an unknown one is a 422, which verl does not retry
+    result, meta = verl.case("x", None, None, language="cobol")
     assert result == -1
-    response = meta["api_response"]
-    assert response["status"] == "SandboxError"
-    assert "cpp" in response["message"]
-    assert response["run_result"] is None
+    assert meta["api_response"] is None and "422" in meta["error"]
+    assert verl.sleeps == []
+
+
+def test_a_cpp_compile_error_reads_as_one_in_verl(verl: VerlClient) -> None:
+    result, meta = verl.case("int main() { return nope; }", None, None, language="cpp")
+    assert result == -4, meta
+    assert "nope" in meta["api_response"]["compile_result"]["stderr"]
 
 
 class _FlakyGateway:

@@ -18,7 +18,9 @@ COMPOSE = REPO_ROOT / "docker-compose.yml"
 UNSET = "(none)"
 ROW = re.compile(r"^\|\s*`(PROCTOR_[A-Z0-9_]+)`\s*\|\s*([^|]+?)\s*\|")
 # what the stack fixes for its containers instead of passing the caller's value through
-FIXED_BY_COMPOSE = {"PROCTOR_REDIS_URL", "PROCTOR_HONEYPOT_NETWORK", "PROCTOR_HOST", "PROCTOR_PORT"}
+# the API's listeners are the stack's: inside its container 8000, and 8080 for SandboxFusion
+API_PORTS = {"PROCTOR_HOST", "PROCTOR_PORT", "PROCTOR_SANDBOXFUSION_PORT"}
+FIXED_BY_COMPOSE = {"PROCTOR_REDIS_URL", "PROCTOR_HONEYPOT_NETWORK", *API_PORTS}
 NOT_PASSED_BY_COMPOSE = {"PROCTOR_HOST_ID"}  # each worker container is a host of its own
 
 
@@ -126,7 +128,7 @@ def test_compose_passes_every_setting_through(service: str) -> None:
     environment = compose_environment(service)
     expected = (settings_variables() | judge_variables()) - NOT_PASSED_BY_COMPOSE
     if service == "worker":
-        expected -= {"PROCTOR_HOST", "PROCTOR_PORT"}  # the API's, not the worker's
+        expected -= API_PORTS  # the API's, not the worker's
     assert set(environment) == expected
     passed = {k for k, v in environment.items() if v is None}
     assert passed == expected - FIXED_BY_COMPOSE

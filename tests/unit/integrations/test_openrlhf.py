@@ -16,8 +16,15 @@ from typing import Any
 import pytest
 
 from proctor.integrations import openrlhf
-from proctor.integrations.codetasks import GroundTruthError
-from proctor.models import EpisodeCreate, EpisodeResult, EpisodeStatus, Verdict
+from proctor.integrations.codetasks import CASE_TIME_LIMIT, GroundTruthError
+from proctor.models import (
+    EpisodeCreate,
+    EpisodeResult,
+    EpisodeStatus,
+    TestCase,
+    TestOutcome,
+    Verdict,
+)
 from tests.unit.integrations.conftest import FakeProctor
 
 STDIO = json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]})
@@ -165,3 +172,30 @@ async def test_the_agent_flags_an_unreachable_service() -> None:
     [result] = await steps(session, ["```bash\nls\n```"])
     assert result["done"] is True
     assert result["extra_logs"]["infra_error"] == 1.0
+
+
+def test_a_case_over_its_time_limit_is_a_timeout_though_the_episode_failed() -> None:
+    """The harness limits each case: the episode ends `failed`, the loop shows in a case."""
+    case = TestCase(
+        name="test_proctor_cases.py::test_case[0]",
+        outcome=TestOutcome.failed,
+        message=f"{CASE_TIME_LIMIT} (10 s)",
+    )
+    wrong = TestCase(name="test_case[1]", outcome=TestOutcome.failed, message="expected 3, got 4")
+    looped, plain = (
+        EpisodeResult(
+            id=name,
+            status=EpisodeStatus.completed,
+            reward=0.0,
+            passed=False,
+            verdict=Verdict.failed,
+            tests=tests,
+        )
+        for name, tests in (("a", [case, wrong]), ("b", [wrong]))
+    )
+    assert openrlhf.reward_body([looped, plain])["extra_logs"]["timeout"] == [1.0, 0.0]
+
+
+def test_the_harness_words_a_case_time_limit_as_the_reward_reads_it() -> None:
+    harness = Path(openrlhf.__file__).parent / "assets" / "cases_harness.py"
+    assert f'return f"{CASE_TIME_LIMIT} (' in harness.read_text()

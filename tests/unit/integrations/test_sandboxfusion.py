@@ -70,17 +70,9 @@ def test_defaults_files_and_languages() -> None:
     assert RunCodeRequest(code="x").language == "python"
 
 
-@pytest.mark.parametrize(
-    ("fields", "message"),
-    [
-        ({"language": "cpp"}, "language 'cpp'"),
-        ({"files": {"blob.bin": base64.b64encode(b"\xff\xfe").decode()}}, "UTF-8"),
-        ({"files": {"x": "not base64!"}}, "UTF-8"),
-    ],
-)
-def test_what_cannot_run_here_is_unsupported(fields: dict[str, Any], message: str) -> None:
-    with pytest.raises(UnsupportedRequest, match=message):
-        run_code_episode(RunCodeRequest(code="x", **fields))
+def test_a_file_that_is_not_base64_is_unsupported() -> None:
+    with pytest.raises(UnsupportedRequest, match="not base64"):
+        run_code_episode(RunCodeRequest(code="x", files={"x": "not base64!"}))
 
 
 def result(verdict: Verdict, **fields: Any) -> EpisodeResult:

@@ -1,0 +1,10 @@
+# Java and JUnit 5: compile, run with assertions on, run a test class with the console launcher.
+set -eu
+printf 'import java.util.*;\npublic class Main{public static void main(String[] a){Scanner s=new Scanner(System.in);System.out.println(s.nextInt()+s.nextInt());}}\n' >Main.java
+javac -encoding UTF-8 -cp . Main.java
+[ "$(echo 2 3 | java -cp . -ea Main)" = 5 ]
+mkdir junit && cd junit
+printf 'import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.*;\npublic class SmokeTest{@Test void adds(){assertEquals(5, 2+3);}}\n' >SmokeTest.java
+jar=/usr/share/java/junit-platform-console-standalone.jar
+javac -encoding UTF-8 -cp "$jar:." SmokeTest.java
+java -jar "$jar" --disable-banner --class-path . --scan-class-path >/dev/null
