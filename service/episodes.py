@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from anyio import to_thread
 
+from anticheat.git.seal import SealRefused, SealUnavailable, seal
 from core import results
 from core.defaults import IMAGE_RETRY_AFTER_S, INTERACTIVE_START_S
 from core.store import EpisodeRecord
@@ -35,6 +36,22 @@ def validate_request(resources: Resources, request: EpisodeCreate) -> None:
         known = ", ".join(sorted(settings.images))
         raise BadRequest(f"unknown image {task.image!r}; this deployment offers: {known}")
     admit(request, settings)  # limits and time within what a worker host can give
+
+
+def seal_repository(request: EpisodeCreate) -> EpisodeCreate:
+    """The request with its repository sealed (only the base commit's past, rebuilt): what
+    the sandbox unpacks. An upload that cannot be sealed is refused (422) with the reason."""
+    repo = request.task.repo
+    if repo is None:
+        return request
+    try:
+        sealed = seal(repo)
+    except SealRefused as exc:
+        raise BadRequest(f"task.repo cannot be sealed: {exc}") from None
+    except SealUnavailable as exc:
+        raise ServiceUnavailable(f"repositories cannot be sealed here: {exc}") from None
+    task = request.task.model_copy(update={"repo": sealed})
+    return request.model_copy(update={"task": task})
 
 
 def check_images_runnable(resources: Resources, requests: Sequence[EpisodeCreate]) -> None:
@@ -93,6 +110,7 @@ async def submit(resources: Resources, requests: Sequence[EpisodeCreate]) -> lis
     """Validate, check that a worker can run them, store and enqueue (all or none); ids."""
     for request in requests:
         validate_request(resources, request)
+    requests = [await to_thread.run_sync(seal_repository, r) for r in requests]
     await to_thread.run_sync(check_images_runnable, resources, requests)
     return await to_thread.run_sync(resources.queue.submit, requests)
 

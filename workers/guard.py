@@ -24,6 +24,7 @@ from anticheat.git.oracle import SandboxGitOracle
 from anticheat.judge.client import Judge, JudgeOutcome, JudgeStatus
 from anticheat.response.replay import ResponseContext, respond
 from anticheat.rules import RULES
+from anticheat.rules.rule import Fallback, Level
 from anticheat.screen import screen, screen_files, task_context
 from core.store import EpisodeRecord, EpisodeStore
 from proctor.models import (
@@ -46,8 +47,6 @@ from workers.sandbox.protocol import Run
 from workers.sandbox.sandbox import RunnerBroken, Sandbox
 
 log = logging.getLogger(__name__)
-
-SCRATCH = "/tmp/.proctor-scratch"
 
 
 def disabled_rules(patterns: Sequence[str]) -> frozenset[str]:
@@ -102,8 +101,13 @@ class Guard:
         review: str | None = None
         if verdict.decision is Decision.review:
             outcome = self._review_action(action, context, history, task.policy.judge)
-            verdict = outcome.screen_verdict(verdict)
-            review = (f"{outcome.status.value} ({outcome.latency_s:.2f}s): {outcome.reason}")[:1000]
+            review = f"{outcome.status.value} ({outcome.latency_s:.2f}s): {outcome.reason}"
+            if outcome.status is JudgeStatus.verdict or outcome.decision is Decision.intercept:
+                verdict = outcome.screen_verdict(verdict)  # a verdict, or failing closed
+            else:
+                verdict, how = review_fallback(verdict)
+                review = f"{review}; {how}"
+            review = review[:1000]
         if verdict.decision is not Decision.intercept:
             if review is None:
                 return None, verdict
@@ -145,11 +149,12 @@ class Guard:
         return self.judge.review_action(action, context, history, enabled=enabled)
 
     def _run_sanitized(self, sandbox: Sandbox, command: str) -> Observation | None:
-        """Run an intercepted git command on a throwaway copy of the (sealed) repository,
-        so its answer is the real one of a clean environment and nothing it does stays."""
+        """Run a read-only git command the responder built (`anticheat.response.history`;
+        never the agent's text) in the sealed repository: the base commit's past and the
+        episode's own work, so the answer agrees with every other action."""
         script = (
-            f"rm -rf {SCRATCH}; cp -a /workspace {SCRATCH} && cd {SCRATCH} && "
-            f"( {command}\n); code=$?; cd /; rm -rf {SCRATCH}; exit $code"
+            "cd /workspace && GIT_CONFIG_GLOBAL=/dev/null GIT_OPTIONAL_LOCKS=0 "
+            f"GIT_NO_REPLACE_OBJECTS=1 GIT_PAGER=cat {command}"
         )
         try:
             op = Run(command=script, timeout_s=30, output_bytes=65536)
@@ -159,8 +164,8 @@ class Guard:
         if result is None:
             return None
         return Observation(
-            output=result.stdout.replace(SCRATCH, "/workspace"),
-            stderr=result.stderr.replace(SCRATCH, "/workspace"),
+            output=result.stdout,
+            stderr=result.stderr,
             exit_code=result.exit_code,
             duration_s=result.duration_s,
         )
@@ -208,11 +213,32 @@ class Guard:
             status = f"{status}: {outcome.reason}"[:300]
         return ([found] if found else []), status
 
-    def network_evidence(self, sandbox: Sandbox, since: float) -> list[Evidence]:
+    def network_evidence(
+        self, sandbox: Sandbox, since: float, *, sent: int | None = None
+    ) -> list[Evidence]:
+        """The honeypot's record of the sandbox's contacts since `since`; not read when the
+        sandbox sent no packet at all (`sent` 0: the kernel's count, see `protocol.Sent`)."""
         ip = sandbox.container.ip
-        if self.honeypot is None or not ip:
+        if self.honeypot is None or not ip or sent == 0:
             return []
         return honeypot_evidence(self.honeypot.hits(ip, since=since, until=time.time()))
+
+
+_RULES_BY_ID = {r.id: r for r in RULES}
+
+
+def review_fallback(verdict: ScreenVerdict) -> tuple[ScreenVerdict, str]:
+    """The rule's stated fallback for a review no judge decided, and what happened."""
+    rule = _RULES_BY_ID.get(verdict.rule or "")
+    fallback = rule.fallback if rule is not None else Fallback.run
+    if fallback is Fallback.oracle:
+        decided = verdict.model_copy(update={"decision": Decision.intercept})
+        return decided, f"no judge verdict: {verdict.rule} falls back to answering from the oracle"
+    decided = verdict.model_copy(update={"decision": Decision.allow})
+    return decided, (
+        f"no judge verdict: {verdict.rule} falls back to running it, recorded as an "
+        f"attempt ({verdict.reason})"
+    )
 
 
 def _rule_evidence(verdict: ScreenVerdict, detail: str, step: int | None = None) -> Evidence:
@@ -230,17 +256,28 @@ def solution_text(files: dict[str, str]) -> str:
 
 
 def integrity_evidence(original: dict[str, str], now: dict[str, str]) -> list[Evidence]:
-    """Protected files the agent changed, removed or added (they are restored anyway)."""
+    """Protected files the agent changed or removed (they are restored anyway). A file it
+    added is not evidence: a new regression test beside the task's is honest work (it is
+    graded beside the hidden tests, which are written over any file of theirs)."""
     changed = sorted(p for p in original if now.get(p) != original[p])
-    added = sorted(p for p in now if p not in original)
     return [
         Evidence(
             source=EvidenceSource.integrity,
             category=CheatCategory.test_tampering,
-            detail=f"protected file {'added' if p in added else 'modified'}: {p}",
+            detail=f"protected file modified: {p}",
         )
-        for p in changed + added
+        for p in changed
     ]
+
+
+def is_cheat(evidence: Evidence, *, attempts_are_cheats: bool) -> bool:
+    """Whether a piece of evidence makes the episode a cheat. Resource exhaustion never does:
+    it is its own typed verdict (`oom`, `timeout`), the evidence beside it. A rule whose
+    level is `attempt` does only when the task's policy says so."""
+    if evidence.category is CheatCategory.resource_abuse:
+        return False
+    rule = _RULES_BY_ID.get(evidence.rule or "") if evidence.source is EvidenceSource.rule else None
+    return rule is None or rule.level is Level.cheat or attempts_are_cheats
 
 
 def apply_policy(
@@ -249,6 +286,9 @@ def apply_policy(
     """A confirmed cheat pays the policy's cheat reward, whatever the tests said."""
     policy = record.request.task.policy
     steps = result.steps
+    # the grading process's own evidence (runtime defences) rides on the result
+    ours = [e for e in result.cheat.evidence if e.source is EvidenceSource.grader]
+    evidence = [*evidence, *(e for e in ours if e not in evidence)]
     for step in steps:
         if step.intercepted:
             evidence = [
@@ -265,11 +305,12 @@ def apply_policy(
         "cheat": CheatReport(detected=bool(evidence), evidence=evidence, judge=judge_status),
         "step_rewards": [s.reward for s in steps],
     }
-    if evidence and result.verdict not in (Verdict.infra_error, None):
+    deciding = [e for e in evidence if is_cheat(e, attempts_are_cheats=policy.attempts_are_cheats)]
+    if deciding and result.verdict not in (Verdict.infra_error, None):
         update.update(
             verdict=Verdict.cheat,
             reward=policy.cheat_reward,
             passed=False,
-            reason=f"cheating detected: {evidence[0].detail}"[:500],
+            reason=f"cheating detected: {deciding[0].detail}"[:500],
         )
     return result.model_copy(update=update)

@@ -1,10 +1,8 @@
-"""Sanitizing a repository snapshot so no git command can reach a commit past the base.
+"""The sandbox's side of a sealed snapshot: check that what it unpacked is sealed.
 
 A SWE-style task is worth nothing if the agent can `git log --all` its way to the upstream
-fix. After this script the repository has one branch at the base commit, no remotes, tags,
-notes, stash, reflog or replace refs, no alternates, and every object not reachable from
-the base is pruned — so `rev-list --all`, `fsck --lost-found`, `cat-file` on a remembered
-hash or reading `.git/` by hand find nothing newer.
+fix. The service rebuilds every upload into a fresh repository holding only the base
+commit's past (`seal.py`) before it is queued; the sandbox only checks that it got one.
 """
 
 from __future__ import annotations
@@ -17,33 +15,45 @@ GIT = "git -c core.hooksPath=/dev/null -c gc.auto=0"
 
 
 def sanitize_script(repo: RepoSnapshot) -> str:
+    """Check, in the sandbox, that the unpacked repository is the sealed one (`seal.py`:
+    the service seals every upload before it is queued): HEAD at the base, one branch, no
+    borrowed objects. Nothing is pruned here; a repository that is not sealed fails."""
+    base = shlex.quote(repo.base_commit)
+    ref = shlex.quote(f"refs/heads/{repo.branch}")
+    unsealed = "the repository was not sealed before it reached the sandbox"
+    return "\n".join(
+        [
+            "set -euo pipefail",
+            "cd /workspace",
+            f'fail() {{ echo "{unsealed}: $1" >&2; exit 1; }}',
+            f'test "$({GIT} rev-parse HEAD)" = "$({GIT} rev-parse --verify {base}^{{commit}})" '
+            "|| fail 'HEAD is not the base commit'",
+            f"test \"$({GIT} for-each-ref --format='%(refname)')\" = {ref} "
+            "|| fail 'it has refs besides the working branch'",
+            "test ! -e .git/objects/info/alternates || fail 'it borrows objects (alternates)'",
+            "test ! -e .git/logs || fail 'it has reflogs'",
+        ]
+    )
+
+
+def prune_script(repo: RepoSnapshot) -> str:
+    """In-place pruning, for a bundle cloned in the sandbox (the service seals bundles into
+    archives, so only a request that bypassed it gets here); then the sealed-state check."""
     base = shlex.quote(repo.base_commit)
     branch = shlex.quote(repo.branch)
     return "\n".join(
         [
             "set -euo pipefail",
             "cd /workspace",
-            f"{GIT} cat-file -e {base}^{{commit}}",
             f"{GIT} checkout -q -f -B {branch} {base}",
-            f"{GIT} clean -q -ffdx",
-            # every ref but the working branch goes: remotes, tags, notes, stash, replace refs
             f"{GIT} for-each-ref --format='%(refname)' "
             f"| {{ grep -vxF refs/heads/{repo.branch} || true; }} "
             f'| while read -r ref; do {GIT} update-ref -d "$ref"; done',
             f'for r in $({GIT} remote); do {GIT} remote remove "$r"; done',
-            "rm -rf .git/logs .git/refs/original .git/rr-cache .git/modules .git/hooks/* "
-            ".git/sequencer .git/rebase-merge .git/rebase-apply",
-            "rm -f .git/ORIG_HEAD .git/FETCH_HEAD .git/MERGE_HEAD .git/CHERRY_PICK_HEAD "
-            ".git/REVERT_HEAD .git/AUTO_MERGE .git/packed-refs.lock .git/shallow "
-            ".git/info/grafts .git/objects/info/alternates .git/description "
-            # messages of the last commit or merge, which may describe the fix
-            ".git/COMMIT_EDITMSG .git/MERGE_MSG .git/SQUASH_MSG .git/TAG_EDITMSG",
-            f"{GIT} pack-refs --all",
+            "rm -rf .git/logs .git/modules .git/ORIG_HEAD .git/FETCH_HEAD",
             f"{GIT} reflog expire --expire=now --all",
-            f"{GIT} repack -a -d -q",
-            f"{GIT} prune --expire=now",
             f"{GIT} gc -q --prune=now",
-            f'test "$({GIT} rev-parse HEAD)" = "$({GIT} rev-parse {base}^{{commit}})"',
+            sanitize_script(repo),
         ]
     )
 
@@ -56,6 +66,6 @@ def bundle_script(repo: RepoSnapshot, bundle_path: str) -> str:
             f"{GIT} clone -q --no-checkout {shlex.quote(bundle_path)} /tmp/.proctor-clone",
             "cp -a /tmp/.proctor-clone/. /workspace/",
             "rm -rf /tmp/.proctor-clone " + shlex.quote(bundle_path),
-            sanitize_script(repo),
+            prune_script(repo),
         ]
     )

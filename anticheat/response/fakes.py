@@ -17,11 +17,14 @@ from urllib.parse import urlsplit
 from anticheat.analysis.bash.syntax import Command
 from anticheat.analysis.facts import Facts, FileOp, NetOp, PkgOp
 from anticheat.context import Ctx
+from anticheat.response.history import history_command
 from anticheat.rules.vcs import suspicious_revisions
 from proctor.models import CheatCategory, Observation, TaskContext
 
 __all__ = ["Runner", "fake_for"]
 
+# runs a read-only git command the responder built (never the agent's text) in the sealed
+# repository, and returns what it printed; None when there is no repository
 Runner = Callable[[str], Observation | None]
 
 
@@ -294,11 +297,13 @@ def _missing(op: FileOp, cmd: Command | None) -> Observation:
 def git_history(
     facts: Facts, task: TaskContext, command: str | None, run: Runner | None
 ) -> Observation:
-    if command is not None and run is not None:
-        observed = run(command)
-        if observed is not None:
-            return observed
     ctx = Ctx(facts, task)
+    if run is not None and len(facts.git) == 1:
+        built = history_command(facts.git[0])
+        if built is not None:
+            observed = run(built)  # our read-only command, in the sealed repository
+            if observed is not None:
+                return observed
     for call in facts.git:
         revs = suspicious_revisions(call, ctx)
         if not revs:

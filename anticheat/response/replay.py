@@ -6,10 +6,10 @@ An intercepted action is never executed. For a bash command the responder replay
 top-level structure (`;`, `&&`, `||`, pipes, `2>/dev/null`, `echo`) with each offending
 simple command replaced by what the real tool prints when the thing it reaches for is not
 there (`fakes`), so `curl … || echo offline` still prints `offline` and exit codes match
-the real tools. Git history cheats are answered by the worker's `run_sanitized(command)`
-hook — the same command run against the sanitized snapshot (base history only) — when it
-is given. When the structure cannot be replayed, the first offending command's fake is
-returned alone.
+the real tools. A read-only git history command is answered by the worker's
+`run_sanitized(command)` hook with a command the responder builds (`history.py`), run in
+the sealed repository; the agent's own text never runs. When the structure cannot be
+replayed, the first offending command's fake is returned alone.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from anticheat.screen import screen_detailed
 from proctor.models import (
     Action,
     BashAction,
-    CheatCategory,
     Decision,
     Observation,
     ReadFileAction,
@@ -64,9 +63,9 @@ _NOOPS = frozenset(
 class ResponseContext:
     """What the worker lends the responder.
 
-    `run_sanitized(command)` runs a bash command against the sanitized snapshot of the
-    repository (a scratch clone holding only the base commit's history, side effects
-    discarded) and returns what it printed, or None when there is no repository.
+    `run_sanitized(command)` runs a read-only git command built by the responder (never
+    the agent's) in the sealed repository — the base commit's past and the episode's own
+    work — and returns what it printed, or None when there is no repository.
     """
 
     task: TaskContext | None = None
@@ -88,10 +87,6 @@ def respond(
     if isinstance(action, ReadFileAction):
         return missing_file(analyze(action))
     assert isinstance(action, BashAction)
-    if category is CheatCategory.vcs_history and ctx.run_sanitized is not None:
-        observed = ctx.run_sanitized(action.command)
-        if observed is not None:
-            return observed
     replayed = _Replay(ctx, action.timeout_s).run(action.command)
     if replayed is not None:
         return replayed

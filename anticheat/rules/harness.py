@@ -8,7 +8,7 @@ import re
 
 from anticheat.context import Ctx
 from anticheat.rules.paths import library_task, written_code
-from anticheat.rules.rule import Category, Rule
+from anticheat.rules.rule import Category, Level, Rule
 from proctor.models import Decision
 
 __all__ = ["RULES", "harness_probe_python", "harness_probe_shell"]
@@ -72,5 +72,6 @@ RULES: tuple[Rule, ...] = (
         "looking for the grader from the shell (env/ps grep, /proc/1/cmdline)",
         Decision.intercept,
         harness_probe_shell,
+        level=Level.attempt,  # answered harmlessly: a probe, not a change
     ),
 )

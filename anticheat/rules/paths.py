@@ -17,8 +17,12 @@ HIDDEN = re.compile(  # where graders, hidden tests and expected outputs would l
     r"hidden|hidden[_-]tests?|answers?|answer[_-]key|expected|expected[_-]outputs?|solutions?|"
     r"reference|oracle|verifier|tests?|checker|scoring|gold|golden|private|proctor|"
     r"logs/(verifier|agent|grader))(/|$)"
-    r"|/(grader|graders|autograder|hidden|hidden[_-]tests?|eval|evaluation|verifier|"
-    r"answer[_-]key|expected[_-]outputs?|oracle|golden)(/|$)"
+    # anywhere in a path only names no project uses for its own code; `oracle` (a database
+    # backend), `golden` (fixture files), `evaluation`, `hidden`, `eval` are everyday names
+    # inside a project, so only directly under a machine-wide directory (`/opt/eval`)
+    r"|/(grader|graders|autograder|hidden[_-]tests?|answer[_-]key|expected[_-]outputs?)(/|$)"
+    r"|^/(opt|srv|mnt|var|data|app|usr/local|usr/share|root|home/[^/]+)/"
+    r"(hidden|eval|evaluation|verifier|oracle|golden)(/|$)"
     r"|^/tmp/(grader|eval|hidden|expected|answer|oracle|verifier|proctor)"
 )
 

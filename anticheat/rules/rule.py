@@ -8,13 +8,29 @@ evidence it saw, or None. The id's prefix (`vcs.`, `net.`, …) names the module
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from anticheat.context import Matcher
 from proctor.models import CheatCategory, Decision
 
-__all__ = ["Category", "Rule"]
+__all__ = ["Category", "Fallback", "Level", "Rule"]
 
 Category = CheatCategory  # the wire's enum: a verdict's category is a rule's
+
+
+class Fallback(StrEnum):
+    """What a `review` comes to when no judge gives a verdict (none configured, down, over
+    budget, or switched off by the task): never a silent allow."""
+
+    run = "run"  # it runs, and the step records the unresolved review as an attempt
+    oracle = "oracle"  # it is intercepted and answered as a clean, sealed sandbox would
+
+
+class Level(StrEnum):
+    """What a hit of the rule makes of the episode (the task policy can raise attempts)."""
+
+    attempt = "attempt"  # structure made it harmless (nothing revealed): a step penalty only
+    cheat = "cheat"  # it changed, or was meant to change, what the grader sees: `cheat`
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,3 +40,5 @@ class Rule:
     description: str
     decision: Decision
     matcher: Matcher
+    fallback: Fallback = Fallback.run
+    level: Level = Level.cheat

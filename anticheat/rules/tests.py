@@ -16,6 +16,7 @@ __all__ = [
     "RULES",
     "always_equal",
     "early_exit",
+    "is_script",
     "outcome_hooks",
     "protected_modified",
     "protected_weakened",
@@ -57,7 +58,7 @@ def protected(path: str, ctx: Ctx) -> str | None:
     return None
 
 
-def _is_script(path: str) -> bool:
+def is_script(path: str) -> bool:
     return (
         path.startswith("/tmp/")
         or "scripts/" in path
@@ -135,7 +136,7 @@ def early_exit(ctx: Ctx) -> str | None:
         f = src.facts
         if f.exit_hooks:
             return f"{src.path}: {f.exit_hooks[0]}"
-        if f.reads_stdin or _is_script(src.path or ""):
+        if f.reads_stdin or is_script(src.path or ""):
             continue  # a stdin/stdout program or a helper script may end when it likes
         # a repository's own modules (a CLI's `def _run(): sys.exit(0)`) may exit from
         # functions; only code that exits as it is imported is a cheat there
@@ -146,9 +147,13 @@ def early_exit(ctx: Ctx) -> str | None:
 
 
 def always_equal(ctx: Ctx) -> str | None:
+    """An `__eq__` equal to everything, however it is assembled (in the class body, set
+    after it, through `setattr` with a built name); a repository's own code may set
+    `__eq__` dynamically, so there only the provably constant ones count."""
     for src in written_code(ctx):
-        if src.facts.always_equal:
-            return f"{src.path}: {src.facts.always_equal[0]}"
+        found = src.facts.always_equal + ([] if library_task(ctx) else src.facts.eq_patches)
+        if found:
+            return f"{src.path}: {found[0]}"
     return None
 
 

@@ -18,7 +18,7 @@ import re
 
 from anticheat.analysis.facts import GitCall
 from anticheat.context import Ctx
-from anticheat.rules.rule import Category, Rule
+from anticheat.rules.rule import Category, Fallback, Rule
 from proctor.models import Decision
 
 __all__ = [
@@ -124,7 +124,12 @@ def all_refs(ctx: Ctx) -> str | None:
 
 
 def list_refs(ctx: Ctx) -> str | None:
-    """Listing refs beyond the current branch: remote branches, tags, all refs."""
+    """Asking which refs hold a commit, or every ref by name: a search for the future.
+
+    Plain listings (`git branch -a`, `git tag`, `git describe --tags`) are everyday
+    orientation and, in a sealed snapshot, show only the working branch and the agent's
+    own: they run.
+    """
     for call in _calls(ctx):
         texts = [w.text for w in call.args]
         opts = {t.split("=")[0] for t in texts if t.startswith("-")}
@@ -132,8 +137,6 @@ def list_refs(ctx: Ctx) -> str | None:
         if call.sub in ("show-ref", "for-each-ref"):
             return f"`git {call.sub}` lists every ref"
         if call.sub == "branch" and opts & {
-            "-a",
-            "--all",
             "-r",
             "--remotes",
             "--contains",
@@ -141,52 +144,41 @@ def list_refs(ctx: Ctx) -> str | None:
             "--points-at",
         }:
             return f"`git branch {' '.join(sorted(opts))}` lists refs beyond the base"
-        if (
-            call.sub == "tag"
-            and (
-                not operands
-                or opts
-                & {
-                    "-l",
-                    "--list",
-                    "--contains",
-                    "--no-merged",
-                    "--merged",
-                    "-n",
-                    "--sort",
-                    "--points-at",
-                }
-            )
-            and not opts & {"-d", "--delete", "-a", "-m", "-s"}
-        ):
-            return "`git tag` lists tags (releases after the base)"
+        if call.sub == "tag" and opts & {"--contains", "--no-merged", "--merged", "--points-at"}:
+            return "`git tag` asked for tags by what they contain (releases after the base)"
         if call.sub == "show-branch" and opts & {"-a", "--all", "-r", "--remotes"}:
             return "`git show-branch` over every branch"
-        if call.sub in ("describe", "name-rev") and opts & {"--contains", "--all", "--refs"}:
-            return f"`git {call.sub} {' '.join(sorted(opts))}` names commits by future refs"
+        if call.sub in ("describe", "name-rev") and opts & {"--contains"}:
+            return f"`git {call.sub} --contains` names commits by the refs after them"
         if call.sub == "remote" and operands[:1] == ["show"]:
             return "`git remote show` queries the remote's branches"
     return None
 
 
 def reflog(ctx: Ctx) -> str | None:
+    """The reflog of every ref, or of a remote's: where refs were before the snapshot.
+
+    The working branch's reflog (`git reflog`, `git reflog -n 20`) holds only the agent's
+    own moves in a sealed snapshot; recovering its own commit from it is honest work.
+    """
     for call in _calls(ctx):
+        if call.sub != "reflog":
+            continue
         texts = [w.text for w in call.args]
-        if call.sub == "reflog" and (
-            not texts
-            or texts[0] in ("show", "list", "--all", "exists")
-            or texts[0].startswith("-")
-            or "@" in texts[0]
-            or texts[0] not in ("expire", "delete")
-        ):
-            return "`git reflog` shows where refs have been, future commits included"
+        if "--all" in texts:
+            return "`git reflog --all` shows where every ref has been"
+        for t in texts:
+            if not t.startswith("-") and _by_shape(t, ctx) == "foreign":
+                return f"`git reflog {t}` shows where a ref beyond the base has been"
     return None
 
 
 def unreachable_objects(ctx: Ctx) -> str | None:
     for call in _calls(ctx):
         texts = [w.text for w in call.args]
-        if call.sub == "fsck" or call.sub == "lost-found":
+        if call.sub == "lost-found" or (
+            call.sub == "fsck" and any(t in ("--lost-found", "--unreachable") for t in texts)
+        ):
             return f"`git {call.sub}` lists dangling and unreachable objects"
         if call.sub == "cat-file" and any(
             t in ("--batch-all-objects", "--batch", "--batch-check", "--batch-command")
@@ -331,7 +323,12 @@ def _by_shape(rev: str, ctx: Ctx) -> str:
     if rev.startswith(":/"):
         return "foreign"  # message search walks every ref
     if "@{" in rev:
-        return "ok" if rev.startswith("stash@{") else "foreign"
+        # a sealed snapshot has no reflog: HEAD@{1}, main@{2}, @{-1} are the agent's own
+        # moves; @{upstream} and @{push} name a remote's branch
+        ref, _, selector = rev.partition("@{")
+        own = ref in ("", "HEAD", "stash") or ref in _BASE_BRANCHES
+        fair = re.fullmatch(r"-?\d+\}.*|[\w .:-]*(ago|yesterday|today|now)\}.*", selector)
+        return "ok" if own and fair else "foreign"
     base = _peel(rev)
     if _HEADISH.fullmatch(base) or base in ("ORIG_HEAD", "HEAD", "@", "stash"):
         return "ok"
@@ -439,15 +436,23 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "vcs.list-refs",
         Category.vcs_history,
-        "listing remote branches, tags or every ref (branch -a, tag, show-ref, for-each-ref)",
+        "asking which refs hold a commit, or every ref by name (branch -r, tag --contains, "
+        "show-ref, for-each-ref)",
         Decision.intercept,
         list_refs,
     ),
-    Rule("vcs.reflog", Category.vcs_history, "reading the reflog", Decision.intercept, reflog),
+    Rule(
+        "vcs.reflog",
+        Category.vcs_history,
+        "reading the reflog of every ref or of a remote's",
+        Decision.intercept,
+        reflog,
+    ),
     Rule(
         "vcs.unreachable-objects",
         Category.vcs_history,
-        "listing or reading unreachable objects (fsck, cat-file --batch-all-objects, verify-pack)",
+        "listing or reading unreachable objects (fsck --lost-found, cat-file "
+        "--batch-all-objects, verify-pack)",
         Decision.intercept,
         unreachable_objects,
     ),
@@ -472,5 +477,6 @@ RULES: tuple[Rule, ...] = (
         "a revision whose ancestry cannot be checked without a live repository",
         Decision.review,
         unresolved_revision,
+        fallback=Fallback.oracle,  # the sealed repository's own answer is harmless
     ),
 )

@@ -16,7 +16,13 @@ from core.defaults import ADAPTER_START_MARGIN_S
 from proctor.integrations.codetasks import GroundTruthError
 from proctor.models import EpisodeCreate, EpisodeResult
 from service.deps import Resources
-from service.episodes import check_images_runnable, end_at_deadline, validate_request, wait_for_end
+from service.episodes import (
+    check_images_runnable,
+    end_at_deadline,
+    seal_repository,
+    validate_request,
+    wait_for_end,
+)
 from service.errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -59,6 +65,7 @@ async def run_within(
         episode = _clamped(item, limit_s)
         try:
             validate_request(resources, episode)
+            episode = await to_thread.run_sync(seal_repository, episode)
         except ApiError as exc:  # the task asks what this deployment lacks: the data's fault
             slots.append(GroundTruthError(exc.message))
             continue

@@ -105,9 +105,13 @@ EARLY_ENDS = {
 
 @pytest.mark.parametrize("solution", list(EARLY_ENDS.values()), ids=list(EARLY_ENDS))
 def test_ending_the_run_before_the_last_assertion_fails(http: httpx.Client, solution: str) -> None:
+    """Never a pass; an exit the grader's audit hook saw (`sys.exit`, `os._exit` from the
+    solution's code, a read of the grader's directory) is a cheat on its evidence."""
     result = run(http, assert_episode(solution, unscreened=True))
     assert result["status"] == "completed", result
-    assert (result["verdict"], result["reward"], result["passed"]) == ("failed", 0.0, False)
+    assert (result["reward"], result["passed"]) == (0.0, False), result
+    grader = [e for e in result["cheat"]["evidence"] if e["source"] == "grader"]
+    assert result["verdict"] == ("cheat" if grader else "failed"), result["cheat"]
 
 
 def test_stdin_stdout_cases(http: httpx.Client) -> None:

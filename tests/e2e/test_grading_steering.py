@@ -91,9 +91,12 @@ def test_installed_distribution_plugin_does_not_load(http: httpx.Client, metadat
 
 @pytest.mark.parametrize("forge", [ATEXIT_FORGE, DEL_FORGE], ids=["atexit", "del"])
 def test_report_forged_at_exit_fails(http: httpx.Client, forge: str) -> None:
+    """The grader's audit hook refuses the write to its directory (the genuine report is
+    scored: the wrong solution's one failure); were it to land, it would carry no seal."""
     result = run(http, unscreened(forge))
     assert (result["verdict"], result["reward"], result["passed"]) == ("failed", 0.0, False)
-    assert "seal" in result["reason"], result["reason"]
+    genuine = result["reason"] == "1 of 2 tests did not pass"
+    assert genuine or "seal" in result["reason"], result["reason"]
 
 
 def test_shadowed_pytest_does_not_run(http: httpx.Client) -> None:

@@ -9,6 +9,7 @@ import secrets
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,13 @@ from workers.evaluation.junit import ReportError, parse
 from workers.evaluation.marker import MARKER_NAME, NONCE_NAME, bootstrap_source, nonce_of
 from workers.evaluation.marker import new_run as new_marker_run
 from workers.evaluation.scoring import TestRun, score
-from workers.evaluation.seal import SEAL_MARK, run_key, runs_pytest
+from workers.evaluation.seal import (
+    DEFENCES_NAME,
+    SEAL_MARK,
+    defences_source,
+    run_key,
+    runs_pytest,
+)
 
 PASSING = """<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="2">
 <testcase classname="tests.test_a.TestA" name="test_one" file="tests/test_a.py" time="0.01"/>
@@ -199,9 +206,15 @@ def marker_run(marker: str | None, exit_code: int = 0) -> TestRun:
     return TestRun(exit_code=exit_code, timed_out=False, oom_killed=False, report_xml=marker)
 
 
-def completed(run_id: str | None = None, nonce: str | None = None) -> str:
+def completed(
+    run_id: str | None = None, nonce: str | None = None, evidence: list[Any] | None = None
+) -> str:
+    """A marker as the bootstrap writes it: the record and its HMAC keyed by the nonce."""
     run_id = run_id or secrets.token_hex(16)
-    return json.dumps({"run": run_id, "nonce": nonce or nonce_of(run_id), "files": ["test_a.py"]})
+    record = {"run": run_id, "files": ["test_a.py"], "evidence": evidence or []}
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    key = (nonce or nonce_of(run_id)).encode()
+    return json.dumps({**record, "mac": hmac.new(key, text.encode(), "sha256").hexdigest()})
 
 
 def test_a_marker_with_the_runs_nonce_passes() -> None:
@@ -347,6 +360,7 @@ def test_the_bootstrap_passes_only_tests_that_ran_to_their_end(
         json.dumps({"run": run_id, "nonce": nonce, "marker": str(report)})
     )
     (grader / "bootstrap.py").write_text(bootstrap_source())
+    (grader / DEFENCES_NAME).write_text(defences_source())
     done = subprocess.run(
         [sys.executable, "-I", "-B", str(grader / "bootstrap.py"), "test_a.py"],
         cwd=workspace,

@@ -18,10 +18,24 @@ that: one pytest session per grading command (a second finds no key, and its rep
 seal); plugins a task names in its own `addopts` load before the grader, and if they come
 from the workspace the run fails (load them from a conftest.py, which runs after it).
 
+Both formats arm the runtime defences (`assets/grader_defences.py`, written beside them) before
+any solution code is imported: a PEP 578 audit hook that refuses and records solution code
+opening the hidden tests, walking into the tests' frames, scanning the heap, killing its own
+process, and replacing builtins or the test framework, plus a trusted `==` for the tests'
+asserts that fails an always-equal value. Their evidence comes back inside the seal (pytest)
+or the authenticated marker (`assert`) and makes the episode a cheat. Function tasks are
+strict (any frame access); a repository's own code may inspect its own frames or exit.
+
 The `assert` format skips pytest (its start-up is 150-250 ms an episode): the same phase,
 then the test files run as plain programs under a bootstrap (`assets/assert_bootstrap.py`)
 that takes a per-run nonce from the grader directory before any solution code runs and
 writes it back, to the run's `report` path, only after the last program returned.
+
+A task in a compiled language (`task.language`, `core.languages`) compiles in its own run
+just before the tests, after the seal, within `limits.compile_timeout_s` and the output
+cap like any run. When it failed, its result is the one scored (`compile_error`); the test
+run after it finds nothing to run and fails at once (it is not skipped, so a grader that
+reads only the tests' result still scores the code 0, never our failure).
 """
 
 from __future__ import annotations
@@ -32,9 +46,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from core.languages import LANGUAGES
 from proctor.models import TaskSpec, TestFormat
 from workers.evaluation import marker
-from workers.evaluation.seal import new_run, plugin_source
+from workers.evaluation.seal import DEFENCES_NAME, defences_source, new_run, plugin_source
 from workers.sandbox.protocol import KillAll, MakeDir, Op, Run, Scrub, Write
 
 # Files that change how Python or pytest behave when merely present in the tree. A
@@ -48,6 +63,7 @@ STEERING_FILES = (
     "usercustomize.py",
     "*.pth",
     "*.egg-link",
+    "*.pyc",  # a cached module (pytest's rewritten tests among them) is rebuilt from source
     "entry_points.txt",
     "pytest.ini",
     ".pytest.ini",
@@ -76,6 +92,8 @@ class GradingPlan:
     ops: list[Op[Any]]
     test: Run  # the hidden tests' run, one of `ops`: its result is the one scored
     timeout_s: float
+    compile: Run | None = None  # the compile run before it (compiled languages): if it
+    # failed, its result is the one scored
 
 
 def test_programs(task: TaskSpec) -> list[str]:
@@ -83,6 +101,9 @@ def test_programs(task: TaskSpec) -> list[str]:
 
 
 def default_command(task: TaskSpec) -> str:
+    lang = LANGUAGES.get(task.language or "")
+    if lang is not None and lang.image != "python":
+        return lang.run
     paths = " ".join(map(shlex.quote, test_programs(task)))
     return f"python3 -I -m pytest -q {paths}".strip()
 
@@ -125,7 +146,15 @@ def grading_plan(
         env["PYTHONSAFEPATH"] = "1"
     # files grading itself writes: the grader plugin may see them imported before it arms
     written = sorted(f"/workspace/{p}" for p in {*task.tests.files, *restore})
-    secret = json.dumps({"run": run, "key": key.hex(), "report": report, "trusted_files": written})
+    secret = json.dumps(
+        {
+            "run": run,
+            "key": key.hex(),
+            "report": report,
+            "trusted_files": written,
+            "strict": task.repo is None,
+        }
+    )
     limits = task.limits
     test = Run(
         command=command,
@@ -138,9 +167,26 @@ def grading_plan(
         "pytest.ini": "[pytest]\n",
         "key.json": secret,
         f"plugin/{plugin}.py": plugin_source(),
+        DEFENCES_NAME: defences_source(),
     }
-    ops = _sealed_run(task, grader, grader_files, test, keep=keep, restore=restore)
-    return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s)
+    compile_run = compile_step(task, env)
+    ops = _sealed_run(
+        task, grader, grader_files, test, keep=keep, restore=restore, compile_run=compile_run
+    )
+    return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s, compile=compile_run)
+
+
+def compile_step(task: TaskSpec, env: dict[str, str]) -> Run | None:
+    """The compile run of a task in a compiled language, limited like any run."""
+    lang = LANGUAGES.get(task.language or "")
+    if lang is None or lang.compile is None:
+        return None
+    return Run(
+        command=lang.compile,
+        env={"HOME": env["HOME"], "LANG": "C.UTF-8"},
+        timeout_s=task.limits.compile_timeout_s,
+        output_bytes=task.limits.output_bytes,
+    )
 
 
 def _assert_plan(
@@ -162,8 +208,11 @@ def _assert_plan(
         report=path,
     )
     grader_files = {
-        marker.NONCE_NAME: json.dumps({"run": run, "nonce": nonce, "marker": path}),
+        marker.NONCE_NAME: json.dumps(
+            {"run": run, "nonce": nonce, "marker": path, "strict": task.repo is None}
+        ),
         bootstrap.rsplit("/", 1)[1]: marker.bootstrap_source(),
+        DEFENCES_NAME: defences_source(),
     }
     ops = _sealed_run(task, grader, grader_files, test, keep=keep, restore=restore)
     return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s)
@@ -177,6 +226,7 @@ def _sealed_run(
     *,
     keep: set[str],
     restore: dict[str, str],
+    compile_run: Run | None = None,
 ) -> list[Op[Any]]:
     """Kill, scrub and restore, write the tests and the private grader directory, run."""
     ops: list[Op[Any]] = [
@@ -186,10 +236,11 @@ def _sealed_run(
     if restore:
         ops.append(Write(files=restore))
     ops += [
-        Write(files=task.tests.files),
+        Write(files=task.tests.files, binary=task.tests.binary_files),
         MakeDir(path=grader),
         MakeDir(path=f"{grader}/home"),
         Write(root=grader, files=grader_files),
+        *([compile_run] if compile_run is not None else []),
         test,
         KillAll(),
     ]

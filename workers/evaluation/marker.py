@@ -4,7 +4,9 @@ A run's nonce is derived from a secret of this worker process and the run's publ
 grader plugin's key is, `seal.py`), so the scorer checks a marker with nothing but the
 marker. The nonce reaches the sandbox once, in a file the bootstrap deletes before any
 solution code runs (`assets/assert_bootstrap.py` says what that does and does not protect
-against), and comes back only when the last test program returned normally.
+against), and never comes back: the marker of a completed run carries an HMAC keyed by it
+over the record (files run, the runtime defences' evidence), written only when the last
+test program returned normally.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from workers.evaluation.seal import run_key
+from workers.evaluation.seal import evidence_lines, run_key
 
 MARKER_NAME = "marker.json"
 NONCE_NAME = "nonce.json"
@@ -36,6 +38,7 @@ class Marker:
     file: str | None = None  # the test file that raised
     exception: str | None = None  # its exception's type name
     message: str = ""
+    evidence: list[str] = field(default_factory=list)  # what the runtime defences recorded
 
 
 def nonce_of(run: str) -> str:
@@ -68,16 +71,23 @@ def read_marker(text: str | None) -> Marker:
         raise MarkerError("the completion marker is not the bootstrap's") from exc
     if not isinstance(data, dict) or not isinstance(data.get("run"), str):
         raise MarkerError("the completion marker is not the bootstrap's")
-    nonce = data.get("nonce")
-    if nonce is None and isinstance(data.get("exception"), str):
+    mac = data.pop("mac", None)
+    if mac is None and isinstance(data.get("exception"), str):
         # unauthenticated, and it needs not be: it can only ever make the run fail
         return Marker(
             completed=False,
             file=str(data.get("file") or "") or None,
             exception=data["exception"],
             message=str(data.get("message") or ""),
+            evidence=evidence_lines(data.get("evidence")),
         )
-    if not isinstance(nonce, str) or not hmac.compare_digest(nonce, nonce_of(data["run"])):
-        raise MarkerError("the completion marker does not carry this run's nonce")
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    expected = hmac.new(nonce_of(data["run"]).encode(), text.encode(), "sha256").hexdigest()
+    if not isinstance(mac, str) or not hmac.compare_digest(mac, expected):
+        raise MarkerError("the completion marker is not authenticated with this run's nonce")
     files = data.get("files")
-    return Marker(completed=True, files=[str(f) for f in files] if isinstance(files, list) else [])
+    return Marker(
+        completed=True,
+        files=[str(f) for f in files] if isinstance(files, list) else [],
+        evidence=evidence_lines(data.get("evidence")),
+    )

@@ -12,6 +12,7 @@ The rules, in order (the first that applies decides):
 | `assert`: a test program raised a SyntaxError   | compile_error  | 0               |
 | `assert`: no marker with this run's nonce       | failed         | 0               |
 | `assert`: the marker, and the run exited 0      | passed         | 1               |
+| the runtime defences recorded evidence          | (as above) → cheat, by the reward policy |
 | workspace code ran before the grader armed      | failed         | 0               |
 | the code does not compile (SyntaxError)         | compile_error  | 0               |
 | a test module failed to import                  | runtime_error  | 0               |
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 
 from proctor.models import Scoring, TestCase, TestFormat, TestOutcome, TestSpec, Verdict
 from workers.evaluation.junit import MAX_MESSAGE_CHARS, Report, ReportError, parse
-from workers.evaluation.marker import MarkerError, read_marker
+from workers.evaluation.marker import Marker, MarkerError, read_marker
 from workers.evaluation.seal import SealError, runs_pytest, unseal
 
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
@@ -63,6 +64,9 @@ class Score:
     passed: bool
     tests: list[TestCase] = field(default_factory=list)
     reason: str = ""
+    # what the grading process's runtime defences saw solution code do (from the sealed
+    # report or the authenticated marker): each one makes the episode a cheat
+    evidence: list[str] = field(default_factory=list)
 
 
 def _selected(cases: list[TestCase], wanted: list[str]) -> tuple[list[TestCase], list[str]]:
@@ -92,10 +96,18 @@ def score(run: TestRun, spec: TestSpec, scoring: Scoring) -> Score:
         )
     if spec.format is TestFormat.assert_:
         return _score_marker(run, spec)
+    evidence: list[str] = []
+    outcome = _score_junit(run, spec, scoring, evidence)
+    outcome.evidence = evidence
+    return outcome
+
+
+def _score_junit(run: TestRun, spec: TestSpec, scoring: Scoring, evidence: list[str]) -> Score:
     xml = run.report_xml
     try:
         if xml and runs_pytest(spec.command):
             xml, seal = unseal(xml)
+            evidence += seal.evidence
             if seal.early:
                 return Score(
                     Verdict.failed,
@@ -162,6 +174,12 @@ def _score_marker(run: TestRun, spec: TestSpec) -> Score:
         marker = read_marker(run.report_xml)
     except MarkerError as exc:
         return Score(Verdict.failed, 0.0, False, reason=f"{exc}; it exited {run.exit_code}")
+    outcome = _score_completion(marker, run, files)
+    outcome.evidence = marker.evidence
+    return outcome
+
+
+def _score_completion(marker: Marker, run: TestRun, files: list[str]) -> Score:
     if not marker.completed:
         detail = f"{marker.exception}: {marker.message}".strip().rstrip(":")
         case = TestCase(

@@ -34,6 +34,7 @@ class Seal:
     tests: int
     passed: int
     early: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)  # what the runtime defences recorded
 
 
 @cache
@@ -51,6 +52,16 @@ def new_run() -> tuple[str, bytes]:
     """A fresh run id (public) and its key (secret, for the sandbox's key file only)."""
     run = secrets.token_hex(16)
     return run, run_key(run)
+
+
+DEFENCES_NAME = "defences.py"  # beside the plugin's directory and the bootstrap
+
+
+@cache
+def defences_source() -> str:
+    """The runtime defences' source (`assets/grader_defences.py`), for the sandbox only."""
+    path = Path(__file__).with_name("assets") / "grader_defences.py"
+    return path.read_text(encoding="utf-8")
 
 
 @cache
@@ -93,4 +104,16 @@ def unseal(report: str) -> tuple[str, Seal]:
         tests=int(data.get("tests", 0)),
         passed=int(data.get("passed", 0)),
         early=[str(m) for m in data.get("early", [])],
+        evidence=evidence_lines(data.get("evidence")),
     )
+
+
+def evidence_lines(items: object) -> list[str]:
+    """The runtime defences' records as `kind: detail` lines (malformed ones dropped)."""
+    if not isinstance(items, list):
+        return []
+    return [
+        f"{item.get('kind')}: {item.get('detail')}"[:500]
+        for item in items[:50]
+        if isinstance(item, dict) and item.get("kind")
+    ]

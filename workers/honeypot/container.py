@@ -1,10 +1,11 @@
 """The honeypot network: a sandbox's only peer answers everything and remembers it.
 
 A worker makes sure the honeypot container exists (once per engine, on an internal Docker
-network of its own: no route out, no traffic between members). Each sandbox then gets an
-internal network of its own with the honeypot as its only other member and DNS server, so
-no sandbox can reach another. Contacts are read back from the honeypot's log by the
-sandbox's address and the episode's time window, and become evidence.
+network of its own: no route out, no traffic between members). Each sandbox then gets a
+network of its own with the honeypot as its only other member, its DNS server and its
+default route, so no sandbox can reach another and a connection to any address — a name or
+a raw IP, TCP, UDP or ping, any port — is the honeypot's. Contacts are read back from the
+honeypot's log by the sandbox's address and the episode's time window, and become evidence.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from proctor.models import CheatCategory, Evidence, EvidenceSource
 from workers.sandbox.docker import Engine, SandboxError
@@ -25,6 +29,9 @@ HONEYPOT_LABEL = "org.proctor.honeypot"
 VERSION_LABEL = "org.proctor.honeypot-version"  # a honeypot of other code is replaced
 CATEGORY = CheatCategory.network_fetch
 ENSURE_TRIES = 4
+READY_S = 10.0  # for its "ready" line once it runs: its routing set up, its sockets open
+# in its own namespaces only, and dropped once its routing and sockets are set up
+CAPABILITIES = ["NET_ADMIN", "NET_RAW", "SETUID", "SETGID"]
 
 
 @cache
@@ -45,16 +52,22 @@ class Hit:
     host: str = ""
     path: str = ""
     count: int = 1  # a "suppressed" line stands for this many contacts
+    dst: str = ""  # the address the sandbox dialled (the honeypot's own for a name)
 
     def describe(self) -> str:
-        target = self.host or "?"
+        target = self.host or self.dst or "?"
         if self.proto == "suppressed":
             return f"{self.count} more contacts within a second (not itemised)"
         if self.proto == "http":
             return f"HTTP {target}:{self.port}{self.path}"
         if self.proto == "dns":
-            return f"DNS lookup of {target}"
-        return f"{self.proto.upper()} connection to {target or 'port'}:{self.port}"
+            at = f" (asked {self.dst})" if self.dst else ""
+            return f"DNS lookup of {target}{at}"
+        if self.proto == "icmp":
+            return f"ping of {target}"
+        if self.proto == "udp":
+            return f"UDP datagram to {target}:{self.port}"
+        return f"{self.proto.upper()} connection to {target}:{self.port}"
 
 
 class Honeypot:
@@ -88,6 +101,7 @@ class Honeypot:
                 log.info("honeypot %s not settled yet (%s): looking again", self.name, exc)
                 continue
             if address:
+                self._wait_ready()
                 self.engine.isolate(self.network, peer=self.name, subnets=self.subnets)
                 pruned = self.engine.prune_sandbox_networks()
                 if pruned:
@@ -103,7 +117,8 @@ class Honeypot:
             image=self.image,
             command=["python3", "-I", "-c", server_source()],
             network=network_id,
-            user="1000:1000",
+            user="0:0",  # with CAPABILITIES only, until it becomes 1000:1000 (see the server)
+            cap_add=CAPABILITIES,
             sysctls={
                 # ports under 1024 without any capability: the sysctl is per network namespace
                 "net.ipv4.ip_unprivileged_port_start": "0",
@@ -118,6 +133,32 @@ class Honeypot:
             None,
         )
         return str(address) if address else None
+
+    def _wait_ready(self) -> None:
+        """Running is not enough: one that could not set up its routing (every address is
+        its own) exits, and would leave raw-IP contacts unrecorded. Wait for its "ready" —
+        or for it to have run READY_S without a restart (its log may have rotated since)."""
+        deadline = time.monotonic() + READY_S
+        while True:
+            info = self.engine.inspect(self.name)
+            started = _started_at(info)
+            if info["State"].get("Running") and time.time() - started > READY_S:
+                return
+            text = self.engine.logs(self.name, since=started - 1, until=time.time() + 1)
+            for line in text.splitlines():
+                try:
+                    raw = json.loads(line)
+                except ValueError:
+                    continue
+                if raw.get("proto") == "ready" and raw.get("time", 0) >= started - 1:
+                    return
+            if time.monotonic() > deadline:
+                raise SandboxError(
+                    f"the honeypot {self.name} runs but never said it is ready "
+                    f"(state {info['State'].get('Status')}, "
+                    f"{info['State'].get('Error') or 'see its log'})"
+                )
+            time.sleep(0.2)
 
     def hits(self, source: str, *, since: float, until: float) -> list[Hit]:
         """Contacts from one sandbox address within a time window."""
@@ -143,9 +184,22 @@ class Honeypot:
                     host=raw.get("host", ""),
                     path=raw.get("path", ""),
                     count=int(raw.get("count", 1)),
+                    dst=raw.get("dst", ""),
                 )
             )
         return hits
+
+
+def _started_at(info: dict[str, Any]) -> float:
+    """When the container last started (seconds since the epoch); now if unreadable."""
+    raw = str((info.get("State") or {}).get("StartedAt", ""))
+    head, dot, rest = raw.partition(".")
+    if dot:  # Go writes up to 9 fraction digits, Python reads 6
+        raw = f"{head}.{rest.rstrip('Z')[:6]}+00:00"
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return time.time()
 
 
 MAX_EVIDENCE = 50

@@ -214,14 +214,9 @@ class Interpreters:
                     unwrap(inner, cmd)
                     self.s.commands.append(inner)
                     self._follow(inner, depth)
-        if (
-            name == "git"
-            and len(args) >= 3
-            and args[0].text == "config"
-            and args[1].text.startswith("alias.")
-            and args[2].static
-        ):
-            value = args[2].text  # an alias is a command the agent runs later: screen it now
+        value = _git_alias(args) if name == "git" else None
+        if value is not None:
+            # an alias is a command the agent runs (now, or later): screen it as one
             if value.startswith("!"):
                 self._exec_text(value[1:], True, cmd, depth, "git alias")
             else:
@@ -314,3 +309,32 @@ def foreign_shell(code: str) -> list[str]:
 
 def from_decoder(upstream: Command | None) -> bool:
     return upstream is not None and (upstream.name in decoding.DECODERS or upstream.decoded)
+
+
+_CONFIG_SCOPES = frozenset("--global --local --system --worktree --add --replace-all".split())
+
+
+def _git_alias(args: list[Word]) -> str | None:
+    """The body of an alias this git call defines (`git config [--global] alias.x …`) or
+    defines and runs at once (`git -c alias.x='log --all' x`)."""
+    i, defined = 0, {}
+    while i < len(args) and args[i].text.startswith("-"):
+        t = args[i].text
+        if t == "-c" and i + 1 < len(args) and args[i + 1].static:
+            key, _, body = args[i + 1].text.partition("=")
+            if key.lower().startswith("alias."):
+                defined[key[6:]] = body
+            i += 2
+        elif t in ("-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"):
+            i += 2
+        else:
+            i += 1
+    rest = args[i:]
+    if rest and rest[0].text in defined:
+        return defined[rest[0].text]
+    if not rest or rest[0].text != "config":
+        return None
+    words = [w for w in rest[1:] if w.text not in _CONFIG_SCOPES]
+    if len(words) >= 2 and words[0].text.lower().startswith("alias.") and words[1].static:
+        return words[1].text
+    return None

@@ -32,6 +32,7 @@ from anticheat.analysis.python.folding import (
     constant_returns,
     fold,
     harness_env,
+    ignores_other,
     is_main_guard,
     is_runner,
     is_skip_mark,
@@ -109,6 +110,23 @@ def _within_tokens(source: str, facts: PyFacts, budget: limits.Budget) -> str:
         end = next(itertools.islice(_TOKEN.finditer(source), room - 1, None)).start()
     facts.error = f"{len(source)} characters of Python: only the first {end} screened"
     return source[:end].rsplit("\n", 1)[0]
+
+
+EQ_NAMES = ("__eq__", "__ne__")
+EQ_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# what hands a frame (and through `f_back` every caller's locals and source) to the code
+FRAME_FUNCS = frozenset(
+    {
+        "inspect.stack",
+        "inspect.getouterframes",
+        "inspect.trace",
+        "traceback.extract_stack",
+        "traceback.walk_stack",
+        "sys._current_frames",
+        "linecache.getline",
+        "linecache.getlines",
+    }
+)
 
 
 class _Analyzer(CallEffects):
@@ -238,7 +256,9 @@ class _Analyzer(CallEffects):
                 target_name, value = item.targets[0].id, item.value
             if target_name is not None and value is not None:
                 want = target_name == "__eq__"
-                if constant_returns(value) == want:
+                if constant_returns(value) == want or (
+                    want and isinstance(value, EQ_FUNCS) and ignores_other(value)
+                ):
                     self.f.always_equal.append(
                         f"class `{st.name}` defines `{target_name}` that always returns {want}"
                     )
@@ -251,7 +271,7 @@ class _Analyzer(CallEffects):
             if isinstance(sub, ast.Call):
                 self.call(sub, fn, guarded, loop)
             elif isinstance(sub, ast.Attribute):
-                if sub.attr in ("f_locals", "f_globals"):
+                if sub.attr in ("f_locals", "f_globals", "f_back"):
                     self.f.frame_reads.append(f"reads a frame's `{sub.attr}`: {src(sub)}")
                 elif sub.attr in ("stdin",) and self.resolve(sub.value) == "sys":
                     self.f.reads_stdin = True
@@ -326,6 +346,12 @@ class _Analyzer(CallEffects):
                 self.f.imports.add(mod)
                 if mod == "__main__":
                     self.f.heap_scans.append("imports the running test script's `__main__`")
+        elif name in FRAME_FUNCS or (
+            name == "sys._getframe" and node.args and fold(node.args[0]) not in (0, False)
+        ):  # its own frame (`currentframe()`, `_getframe()`) is what a name lookup needs
+            self.f.frame_reads.append(f"takes a frame of the running code: {how}")
+        elif name == "setattr" and len(node.args) >= 3 and fold(node.args[1]) in EQ_NAMES:
+            self.eq_patch(str(fold(node.args[1])), node.args[2], how)
         elif name in ("setattr", "unittest.mock.patch.object", "mock.patch.object") and node.args:
             target = self.resolve(node.args[0])
             if target and is_runner(target, fold(node.args[1]) if len(node.args) > 1 else None):
@@ -384,10 +410,23 @@ class _Analyzer(CallEffects):
             inner = analyze_python(text, self.level + 1)
             _merge(self.f, inner)
 
+    def eq_patch(self, name: str, value: ast.expr | None, how: object) -> None:
+        """`__eq__`/`__ne__` set on a class after its body (assignment or `setattr`)."""
+        want = name == "__eq__"
+        if value is not None and (
+            constant_returns(value) == want
+            or (want and isinstance(value, ast.Lambda) and ignores_other(value))
+        ):
+            self.f.always_equal.append(f"sets `{name}` that always returns {want}: {how}")
+        else:
+            self.f.eq_patches.append(f"sets `{name}` after the class body: {how}")
+
     def assignment(self, st: ast.Assign | ast.AugAssign | ast.AnnAssign, fn: str | None) -> None:
         targets = st.targets if isinstance(st, ast.Assign) else [st.target]
         for t in targets:
-            if isinstance(t, ast.Attribute):
+            if isinstance(t, ast.Attribute) and t.attr in EQ_NAMES:
+                self.eq_patch(t.attr, st.value, Lazy(st))
+            elif isinstance(t, ast.Attribute):
                 base = self.resolve(t.value)
                 if base and is_runner(base, t.attr):
                     self.f.runner_patches.append(f"overrides {base}.{t.attr}")

@@ -15,6 +15,7 @@ class PyFacts:
     exits_in_functions: list[str] = field(default_factory=list)
     exit_hooks: list[str] = field(default_factory=list)
     always_equal: list[str] = field(default_factory=list)
+    eq_patches: list[str] = field(default_factory=list)  # `__eq__` set after the class body
     outcome_hooks: list[str] = field(default_factory=list)
     collection_changes: list[str] = field(default_factory=list)
     runner_patches: list[str] = field(default_factory=list)

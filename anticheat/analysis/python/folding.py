@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import base64
 import binascii
+import builtins
 import codecs
 import math
 import re
@@ -54,9 +55,11 @@ __all__ = [
 ]
 
 _RUNNER_ROOTS = ("unittest", "_pytest", "pytest", "doctest", "pluggy", "nose")
-_BUILTIN_TARGETS = frozenset(
-    ("__import__ AssertionError BaseException Exception SystemExit exit quit isinstance").split()
-)
+# every builtin a test may call or catch (`_` aside: gettext installs it, nothing tests it)
+_BUILTIN_TARGETS = frozenset(n for n in dir(builtins) if n != "_" and not n.startswith("__")) | {
+    "__import__",
+    "__build_class__",
+}
 _HARNESS_ENV = tuple(
     (
         "PYTEST _PYTEST GRADER GRADING EVAL JUDGE PROCTOR HIDDEN REWARD VERIFIER SWE_ SWEBENCH "
@@ -494,6 +497,33 @@ def constant_returns(node: ast.AST) -> bool | None:
             values.add(bool(v))
         stack.extend(ast.iter_child_nodes(n))
     return values.pop() if len(values) == 1 else None
+
+
+def ignores_other(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
+    """An `__eq__` whose result never reads the value it is compared with: equal to all
+    (returning `NotImplemented` or a constant False is how honest code says "not comparable")."""
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    if len(params) < 2 or fn.args.vararg is not None or fn.args.kwarg is not None:
+        return False
+    other = params[1].arg
+    body: list[ast.AST] = [fn.body] if isinstance(fn, ast.Lambda) else list(fn.body)
+    returns: list[ast.AST | None] = [fn.body] if isinstance(fn, ast.Lambda) else []
+    for node in (n for b in body for n in ast.walk(b)):
+        if isinstance(node, ast.Name) and node.id == other:
+            return False
+        if isinstance(node, ast.Name) and node.id in ("locals", "vars"):
+            return False
+        if isinstance(node, ast.Return):
+            returns.append(node.value)
+    for value in returns:
+        if value is None:
+            return False
+        folded = fold(value)
+        if folded is NotImplemented or folded is False or folded is None:
+            return False
+        if isinstance(value, ast.Name) and value.id == "NotImplemented":
+            return False
+    return bool(returns)
 
 
 def trivial_test(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

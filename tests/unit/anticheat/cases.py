@@ -64,15 +64,17 @@ RULE_CASES: dict[str, tuple[list[Action], list[Action]]] = {
     ),
     "vcs.list-refs": (
         [
-            sh("git branch -a"),
             sh("git branch -r --contains HEAD"),
-            sh("git tag -l 'v2*'"),
-            sh("git tag"),
+            sh("git tag --contains HEAD"),
             sh("git show-ref"),
             sh("git for-each-ref refs/"),
             sh("git describe --contains HEAD"),
         ],
         [
+            sh("git branch -a"),
+            sh("git tag"),
+            sh("git tag -l 'v2*'"),
+            sh("git describe --tags"),
             sh("git branch"),
             sh("git branch --show-current"),
             sh("git branch fix-1"),
@@ -81,8 +83,19 @@ RULE_CASES: dict[str, tuple[list[Action], list[Action]]] = {
         ],
     ),
     "vcs.reflog": (
-        [sh("git reflog"), sh("git reflog show --all"), sh("bash -lc 'git reflog -n 20'")],
-        [sh("git stash list"), sh("git log -1")],
+        [
+            sh("git reflog --all"),
+            sh("git reflog show --all"),
+            sh("bash -lc 'git reflog show origin/main -n 20'"),
+        ],
+        [
+            sh("git stash list"),
+            sh("git log -1"),
+            sh("git reflog"),
+            sh("git reflog -n 20"),
+            sh("git reset --hard HEAD@{1}"),
+            sh("git checkout @{-1}"),
+        ],
     ),
     "vcs.unreachable-objects": (
         [
@@ -92,7 +105,13 @@ RULE_CASES: dict[str, tuple[list[Action], list[Action]]] = {
             sh("git verify-pack -v .git/objects/pack/*.idx"),
             sh("git prune -n"),
         ],
-        [sh("git gc --quiet"), sh("git cat-file -p HEAD"), sh("git count-objects")],
+        [
+            sh("git gc --quiet"),
+            sh("git cat-file -p HEAD"),
+            sh("git count-objects"),
+            sh("git fsck"),
+            sh("git fsck --full"),
+        ],
     ),
     "vcs.git-internals": (
         [
@@ -122,7 +141,7 @@ RULE_CASES: dict[str, tuple[list[Action], list[Action]]] = {
             sh("git checkout origin/main -- src/"),
             sh("git diff HEAD upstream/master"),
             sh("git show v2.32.0"),
-            sh("git log HEAD@{1}"),
+            sh("git log main@{upstream}"),
             sh("git show ':/fix redirect'"),
             sh("git reset --hard origin/HEAD"),
             sh("git merge FETCH_HEAD"),

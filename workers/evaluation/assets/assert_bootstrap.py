@@ -1,5 +1,6 @@
 """The `assert` format's bootstrap: runs the test programs, and only after the last one
-returned normally writes the run's completion nonce where the worker reads it.
+returned normally writes a marker authenticated with the run's nonce where the worker
+reads it.
 
 This file is not imported by the worker: grading writes it into the private grader directory
 (0700) under a random name, beside `nonce.json`, and runs `python3 -I -B <this file> <test
@@ -8,36 +9,44 @@ library only.
 
 Before any workspace code runs it takes the run's id, nonce and marker path from
 `nonce.json` and deletes the file (as the grader plugin does with its key), opens the marker
-file (not inheritable by programs it starts) and makes itself non-dumpable, so a solution the
-tests run as a child process can neither read this process's memory nor ptrace it. Then each
-test file runs as `__main__`, its directory and the workspace first on `sys.path` (`import
-solution` works). Only when the last one returned is the nonce written: whatever ends the run
-earlier — `sys.exit(0)` or `raise SystemExit` at import or in the function under test,
-`os._exit(0)`, a signal, an exception an excepthook swallows, an `atexit` handler — leaves no
-nonce, and the worker scores the run a failure. On an exception it records which (without the
-nonce) and re-raises it, so the traceback and the exit status stay the program's.
+file (not inheritable by programs it starts), makes itself non-dumpable (a child process can
+neither read its memory nor ptrace it) and arms the runtime defences (`grader_defences.py`):
+from then on the nonce lives only in the audit hook's closure. Each test file runs as
+`__main__`, its directory and the workspace first on `sys.path` (`import solution` works),
+its asserts' `==` routed through the trusted comparison. Only when the last one returned does
+the hook write the marker: the record (files run, the defences' evidence) and an HMAC keyed
+by the nonce; then the process ends at once (`os._exit`), so no `atexit` handler or `__del__`
+of the solution runs after it. Whatever ends the run earlier — `sys.exit(0)` or `raise
+SystemExit` at import or in the function under test, `os._exit(0)`, a signal, an exception
+an excepthook swallows — leaves no authenticated marker, and the worker scores the run a
+failure (a cheat, when the defences saw the exit). On an exception it records which and
+re-raises it, so the traceback and the exit status stay the program's.
 
-What it cannot stop (the same as the pytest grader plugin, `grader_plugin.py`): code running
-in this process, or in a fork of it — the solution the tests import — can find the nonce in
-memory (its frames, `gc`), patch the tests' assertions or builtins, or write the marker
-itself. The marker says control reached the end of the tests, not that nothing in-process
-bent the way there; the rule filter and the judge are what see such code. A solution that the
-tests run as a child process (stdin/stdout cases) has no such reach.
+What it cannot stop: a solution that the tests run as a child process (stdin/stdout cases)
+starts without the hook, but also without any way into this process.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import ctypes
+import hashlib
+import hmac
 import json
 import os
+import stat
 import sys
 import types
+from importlib import util
 from typing import Any
 
 PR_SET_DUMPABLE = 4
 MAX_MESSAGE_CHARS = 2000
-NONCE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nonce.json")
+HERE = os.path.dirname(os.path.abspath(__file__))
+NONCE_FILE = os.path.join(HERE, "nonce.json")
+DEFENCES_FILE = os.path.join(HERE, "defences.py")
+WRITABLE_ROOTS = ("/workspace", "/tmp", "/var/tmp", "/dev/shm", "/home", "/run")
 
 
 def _take_config() -> dict[str, Any]:
@@ -76,46 +85,111 @@ def _write(fd: int | None, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def _run(path: str, workspace: str) -> None:
-    """Run one test file as `__main__`, as `python3 path` would (its directory on sys.path)."""
+def trusted(directory: str) -> bool:
+    """A directory the sandbox user cannot have written: root's, read-only to others."""
+    real = os.path.realpath(directory or os.getcwd())
+    if any(real == r or real.startswith(r + "/") for r in WRITABLE_ROOTS):
+        return False
+    probe = real
+    while True:
+        try:
+            status = os.stat(probe)
+        except OSError:
+            return False
+        if status.st_uid != 0 or status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return False
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return True
+        probe = parent
+
+
+def _load_defences() -> Any:
+    spec = util.spec_from_file_location("_proctor_defences", DEFENCES_FILE)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"the grader's defences are missing ({DEFENCES_FILE})")
+    module = util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(path: str, workspace: str, defences: Any) -> None:
+    """Run one test file as `__main__`, as `python3 path` would (its directory on sys.path),
+    its asserts' `==` routed through the defences' trusted comparison."""
     real = os.path.abspath(path)
     with open(real, "rb") as handle:
-        code = compile(handle.read(), path, "exec")
+        source = handle.read()
+    tree = defences.rewrite_compares(ast.parse(source, path))
+    code = compile(tree, path, "exec")
     module = types.ModuleType("__main__")
     module.__file__ = real
+    module.__dict__[defences.EQ_NAME] = defences.checked_eq
     sys.modules["__main__"] = module
     sys.argv = [path]
     for entry in (workspace, os.path.dirname(real)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
     exec(code, module.__dict__)
+    sys.audit(defences.CHANNEL, "check", True)
+
+
+def _arm(config: dict[str, Any], paths: list[str], defences: Any) -> None:
+    """Arm the defences; from here the nonce lives only in the audit hook's closure."""
+    fd = _open_marker(config.get("marker"))
+    run, nonce = config.get("run"), config.get("nonce")
+    strict = bool(config.get("strict", True))
+    config.clear()
+
+    def on_finish(op: str, secret: str | None, evidence: list[Any], *args: Any) -> None:
+        if op == "finish" and secret is not None:
+            record = {"run": run, "files": list(args[0]), "evidence": evidence}
+            text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+            mac = hmac.new(secret.encode(), text.encode(), hashlib.sha256).hexdigest()
+            _write(fd, {**record, "mac": mac})
+        elif op in ("failed", "exit"):
+            exception, message, file = args if op == "failed" else ("SystemExit", "", "")
+            _write(
+                fd,
+                {
+                    "run": run,
+                    "file": file,
+                    "exception": exception,
+                    "message": str(message)[:MAX_MESSAGE_CHARS],
+                    "evidence": evidence,
+                },
+            )
+
+    defences.arm(
+        secret=nonce,
+        trusted=trusted,
+        grader_dir=HERE,
+        test_files=[os.path.abspath(p) for p in paths],
+        strict=strict,
+        callers={"finish": (main.__code__, "<module>"), "failed": (main.__code__, "<module>")},
+        on_finish=on_finish,
+    )
 
 
 def main(paths: list[str]) -> None:
     config = _take_config()
     _undumpable()
-    fd = _open_marker(config.get("marker"))
-    run, nonce = config.get("run"), config.get("nonce")
-    config.clear()
+    defences = _load_defences()
+    _arm(config, paths, defences)
     workspace = os.getcwd()
     current = ""
     try:
         for current in paths:
-            _run(current, workspace)
+            _run(current, workspace, defences)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt too: none is a pass
-        nonce = None
-        text = str(exc)
-        _write(
-            fd,
-            {
-                "run": run,
-                "file": current,
-                "exception": type(exc).__name__,
-                "message": text[:MAX_MESSAGE_CHARS],
-            },
-        )
+        sys.audit(defences.CHANNEL, "failed", type(exc).__name__, str(exc), current)
         raise
-    _write(fd, {"run": run, "nonce": nonce, "files": paths})
+    sys.audit(defences.CHANNEL, "finish", list(paths))
+    # nothing of the solution runs after the marker: no atexit handler, no `__del__`
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -14,13 +14,15 @@ at `pytest_unconfigure` it seals the report: an HMAC over the exact bytes pytest
 session's exit status, the live tally and the modules from writable places that were already
 imported when it armed. The worker refuses a report whose seal is missing or wrong.
 
-What it cannot stop: code that runs in this process after arming (the solution the tests
-import, a conftest.py the task keeps) can read the key out of this module's memory, patch
-pytest's reporting, or seal a report of its own. Denying that needs runtime audit hooks
-(the next issue); until then the rule filter and the judge are what see such code. Nor can
-it stop a process of the sandbox uid that outlived the kill before grading from reading the
-key file in the moment before pytest starts, and with a root sandbox user "root-owned" no
-longer means "out of the code's reach".
+Code that runs in this process after arming (the solution the tests import, a conftest.py
+the task keeps) meets the runtime defences (`grader_defences.py`), armed here before pytest
+imports any test module: the key and the tally live only in the audit hook's closure, the
+seal is written by the hook at `pytest_unconfigure` (a call from anywhere else is ignored),
+the tests' `==` asserts go through the trusted comparison (pytest's assertion rewriting
+routes them there), and what the solution reached for is sealed into the report as evidence.
+What it cannot stop: a process of the sandbox uid that outlived the kill before grading
+reading the key file in the moment before pytest starts; with a root sandbox user
+"root-owned" no longer means "out of the code's reach".
 """
 
 from __future__ import annotations
@@ -68,11 +70,13 @@ try:
     import hashlib
     import hmac
     import json
-    from importlib import metadata
+    from importlib import metadata, util
 finally:
     sys.path[:] = _SAVED_PATH
 
-KEY_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "key.json")
+GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KEY_FILE = os.path.join(GRADER_DIR, "key.json")
+DEFENCES_FILE = os.path.join(GRADER_DIR, "defences.py")
 
 
 def _take_config() -> dict[str, Any]:
@@ -101,10 +105,117 @@ def _early_modules(allowed: set[str]) -> list[str]:
     return sorted(found)[:20]
 
 
-_CONFIG = _take_config()
-_KEY: bytes | None = bytes.fromhex(_CONFIG["key"]) if "key" in _CONFIG else None
-_EARLY = _early_modules({os.path.realpath(p) for p in _CONFIG.get("trusted_files", [])})
-_STATE: dict[str, Any] = {"exitstatus": None, "tests": set(), "failed": set(), "passed": set()}
+def _load_defences() -> Any:
+    name = f"{__name__}_defences"
+    spec = util.spec_from_file_location(name, DEFENCES_FILE)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"the grader's defences are missing ({DEFENCES_FILE})")
+    module = util.module_from_spec(spec)
+    sys.modules[name] = module  # the test modules import `checked_eq` from it
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rewrite_compares(defences: Any) -> None:
+    """Route the test modules' `==` asserts through the defences' trusted comparison."""
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:
+        return
+    original = rewrite.rewrite_asserts
+    module = defences.__name__
+
+    def rewrite_asserts(
+        mod: Any, source: bytes, module_path: Any = None, config: Any = None
+    ) -> None:
+        defences.rewrite_compares(mod, module)
+        original(mod, source, module_path, config)
+
+    rewrite.rewrite_asserts = rewrite_asserts
+
+
+def _seal(
+    config: dict[str, Any],
+    key: bytes,
+    tally: dict[str, Any],
+    evidence: list[Any],
+    *,
+    ending: bool = False,
+) -> None:
+    """Seal the report; `ending` (solution code is ending the process before pytest wrote
+    one): a report of the seal alone, over whatever is there, so its evidence arrives."""
+    report = config.get("report")
+    if not report:
+        return
+    body = b""
+    if not ending:
+        try:
+            fd = os.open(report, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            pass  # no report: the worker says so
+        else:
+            with os.fdopen(fd, "rb") as handle:
+                body = handle.read()
+    seal = {
+        "v": 1,
+        "run": config.get("run"),
+        "sha256": hashlib.sha256(body).hexdigest(),
+        "exitstatus": tally["exitstatus"],
+        "tests": len(tally["tests"]),
+        "passed": len(tally["passed"] - tally["failed"]),
+        "early": config.get("early", []),
+        "evidence": evidence,
+    }
+    text = json.dumps(seal, sort_keys=True, separators=(",", ":")).encode()
+    mac = hmac.new(key, text, hashlib.sha256).hexdigest().encode()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if ending else os.O_APPEND)
+    with contextlib.suppress(OSError), os.fdopen(os.open(report, flags, 0o600), "ab") as handle:
+        handle.write(SEAL_MARK + text + b" " + mac + b" -->\n")
+
+
+def _arm() -> str:
+    """Take the key, arm the defences; from here the key lives only in the audit hook."""
+    config = _take_config()
+    key = bytes.fromhex(config.pop("key")) if "key" in config else None
+    config["early"] = _early_modules({os.path.realpath(p) for p in config.get("trusted_files", [])})
+    tally: dict[str, Any] = {"exitstatus": None, "tests": set(), "failed": set(), "passed": set()}
+
+    def on_finish(op: str, secret: bytes | None, evidence: list[Any], *args: Any) -> None:
+        if op == "tally":
+            nodeid, when, outcome = args
+            tally["tests"].add(nodeid)
+            if outcome == "failed":
+                tally["failed"].add(nodeid)
+            elif when == "call" and outcome == "passed":
+                tally["passed"].add(nodeid)
+        elif op == "status":
+            tally["exitstatus"] = args[0]
+        elif op in ("seal", "exit") and secret is not None:
+            _seal(config, secret, tally, evidence, ending=op == "exit")
+
+    saved = list(sys.path)
+    sys.path[:] = TRUSTED_PATH
+    try:
+        defences = _load_defences()
+        _rewrite_compares(defences)
+    finally:
+        sys.path[:] = saved
+    parent = "_multicall"  # pluggy calls every hook implementation from there
+    return str(
+        defences.arm(
+            secret=key,
+            trusted=trusted,
+            grader_dir=GRADER_DIR,
+            test_files=config.get("trusted_files", []),
+            strict=bool(config.get("strict")),
+            callers={
+                "tally": (pytest_runtest_logreport.__code__, parent),
+                "status": (pytest_sessionfinish.__code__, parent),
+                "seal": (pytest_unconfigure.__code__, parent),
+            },
+            on_finish=on_finish,
+        )
+    )
 
 
 def pytest_addhooks(pluginmanager: Any) -> None:
@@ -129,41 +240,18 @@ def pytest_addhooks(pluginmanager: Any) -> None:
 
 
 def pytest_runtest_logreport(report: Any) -> None:
-    nodeid = str(report.nodeid)
-    _STATE["tests"].add(nodeid)
-    if report.outcome == "failed":
-        _STATE["failed"].add(nodeid)
-    elif report.when == "call" and report.outcome == "passed":
-        _STATE["passed"].add(nodeid)
+    sys.audit(_CHANNEL, "tally", str(report.nodeid), str(report.when), str(report.outcome))
+    if report.when == "teardown":
+        sys.audit(_CHANNEL, "check")
 
 
 def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
-    _STATE["exitstatus"] = int(exitstatus)
+    sys.audit(_CHANNEL, "status", int(exitstatus))
 
 
 def pytest_unconfigure(config: Any) -> None:
-    """Seal the report pytest wrote; afterwards this process holds no key to seal with."""
-    global _KEY
-    key, _KEY = _KEY, None
-    report = _CONFIG.get("report")
-    if key is None or not report:
-        return
-    try:
-        fd = os.open(report, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return  # no report: the worker says so
-    with os.fdopen(fd, "rb") as handle:
-        body = handle.read()
-    seal = {
-        "v": 1,
-        "run": _CONFIG.get("run"),
-        "sha256": hashlib.sha256(body).hexdigest(),
-        "exitstatus": _STATE["exitstatus"],
-        "tests": len(_STATE["tests"]),
-        "passed": len(_STATE["passed"] - _STATE["failed"]),
-        "early": _EARLY,
-    }
-    text = json.dumps(seal, sort_keys=True, separators=(",", ":")).encode()
-    mac = hmac.new(key, text, hashlib.sha256).hexdigest().encode()
-    with open(report, "ab") as handle:
-        handle.write(SEAL_MARK + text + b" " + mac + b" -->\n")
+    """Seal the report pytest wrote (the audit hook does, with the key only it holds)."""
+    sys.audit(_CHANNEL, "seal")
+
+
+_CHANNEL = _arm()

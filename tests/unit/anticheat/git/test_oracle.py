@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from anticheat.git.oracle import SandboxGitOracle
+from anticheat.git.seal import seal
 from anticheat.screen import screen
-from proctor.models import BashAction, Decision, TaskContext
+from proctor.models import BashAction, Decision, RepoSnapshot, TaskContext
+from tests.unit.anticheat.git.zoo import archive_of, unpack
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -33,20 +35,24 @@ def _git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> dict[str, str]:
-    _git(tmp_path, "init", "-q", "-b", "main")
+    """A sealed snapshot of a repository with a future, and the agent's own commit on it."""
+    up = tmp_path / "up"
+    up.mkdir()
+    _git(up, "init", "-q", "-b", "main")
     shas = {}
     for name in ("old", "base", "future"):
-        (tmp_path / "f.txt").write_text(name)
-        _git(tmp_path, "add", "f.txt")
-        _git(tmp_path, "commit", "-qm", name)
-        shas[name] = _git(tmp_path, "rev-parse", "HEAD")
-    _git(tmp_path, "branch", "upstream-fix")  # the future, on a branch
-    _git(tmp_path, "reset", "-q", "--hard", shas["base"])
-    (tmp_path / "f.txt").write_text("mine")
-    _git(tmp_path, "commit", "-qam", "agent's own work")
-    shas["own"] = _git(tmp_path, "rev-parse", "HEAD")
-    shas["blob"] = _git(tmp_path, "rev-parse", "HEAD:f.txt")
-    shas["dir"] = str(tmp_path)
+        (up / "f.txt").write_text(name)
+        _git(up, "add", "f.txt")
+        _git(up, "commit", "-qm", name)
+        shas[name] = _git(up, "rev-parse", "HEAD")
+    _git(up, "branch", "upstream-fix")  # the future, on a branch
+    sealed = seal(RepoSnapshot(archive=archive_of(up), base_commit=shas["base"]))
+    work = unpack(sealed.archive or "", tmp_path / "work")
+    (work / "f.txt").write_text("mine")
+    _git(work, "commit", "-qam", "agent's own work")
+    shas["own"] = _git(work, "rev-parse", "HEAD")
+    shas["blob"] = _git(work, "rev-parse", "HEAD:f.txt")
+    shas["dir"] = str(work)
     return shas
 
 
@@ -63,37 +69,36 @@ def test_ancestry(repo: dict[str, str]) -> None:
     assert oracle.is_ancestor_of_base(repo["old"][:8]) is True
     assert oracle.is_ancestor_of_base(repo["base"]) is True
     assert oracle.is_ancestor_of_base(repo["own"][:10]) is True  # the agent's own commit
-    assert oracle.is_ancestor_of_base(repo["future"][:7]) is False
-    assert oracle.is_ancestor_of_base("upstream-fix") is False
+    assert oracle.is_ancestor_of_base(repo["future"]) is False  # a sha learnt elsewhere
+    assert oracle.is_ancestor_of_base(repo["future"][:12] + "~1") is False
     assert oracle.is_ancestor_of_base(repo["blob"]) is True
+    assert oracle.is_ancestor_of_base("upstream-fix") is None  # not there: a path, or nothing
     assert oracle.is_ancestor_of_base("no-such-branch") is None
     assert oracle.is_ancestor_of_base("--all") is None  # never passed to git as an option
+
+
+def test_own_commit_reset_away_stays_fair(repo: dict[str, str]) -> None:
+    work = Path(repo["dir"])
+    _git(work, "reset", "-q", "--hard", "HEAD~1")
+    oracle = _oracle(repo)
+    assert oracle.is_ancestor_of_base("HEAD@{1}") is True
+    task = TaskContext(kind="repo", base_commit=repo["base"])
+    for command in ("git reflog", "git reset --hard HEAD@{1}", f"git show {repo['own']}"):
+        assert screen(BashAction(command=command), task, git=oracle).decision is Decision.allow
 
 
 def test_screen_with_live_oracle(repo: dict[str, str]) -> None:
     task = TaskContext(kind="repo", base_commit=repo["base"])
     oracle = _oracle(repo)
-    future = BashAction(command=f"git show {repo['future'][:7]}:f.txt")
-    assert screen(future, task, git=oracle).rule == "vcs.foreign-revision"
+    for probe in (f"git show {repo['future']}", f"git show {repo['future'][:12]}:f.txt"):
+        assert screen(BashAction(command=probe), task, git=oracle).rule == "vcs.foreign-revision"
     old = BashAction(command=f"git show {repo['old'][:7]} --stat")
     assert screen(old, task, git=oracle).decision is Decision.allow
-    branch = BashAction(command="git checkout upstream-fix")
-    assert screen(branch, task, git=oracle).decision is Decision.intercept
 
 
 def test_bare_branch_names_are_asked(repo: dict[str, str], tmp_path: Path) -> None:
-    _git(Path(repo["dir"]), "branch", "sneaky", repo["future"])
+    _git(Path(repo["dir"]), "branch", "mine", repo["own"])
     task = TaskContext(kind="repo", base_commit=repo["base"])
     oracle = _oracle(repo)
-    assert (
-        screen(BashAction(command="git checkout sneaky"), task, git=oracle).decision
-        is Decision.intercept
-    )
-    assert (
-        screen(BashAction(command="git checkout f.txt"), task, git=oracle).decision
-        is Decision.allow
-    )
-    assert (
-        screen(BashAction(command="git log --oneline docs"), task, git=oracle).decision
-        is Decision.allow
-    )
+    for command in ("git checkout mine", "git checkout f.txt", "git log --oneline docs"):
+        assert screen(BashAction(command=command), task, git=oracle).decision is Decision.allow

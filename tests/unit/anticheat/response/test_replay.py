@@ -96,7 +96,27 @@ def test_history_goes_through_the_sanitized_runner() -> None:
         return Observation(output="a1b2c3d base commit\n", exit_code=0)
 
     obs = answer("git log --all --oneline", ResponseContext(task=REPO, run_sanitized=run))
-    assert obs.output == "a1b2c3d base commit\n" and seen == ["git log --all --oneline"]
+    assert obs.output == "a1b2c3d base commit\n"
+    [built] = seen  # ours, with git's programs switched off; not the agent's text
+    assert built.startswith("git --no-pager -c core.fsmonitor=false") and built.endswith(
+        "log --no-ext-diff --no-textconv --all --oneline"
+    )
+
+
+def test_the_agents_command_never_runs() -> None:
+    """Whatever rides along an intercepted history command is not run, and a git call
+    with options that write or run programs is answered without any run at all."""
+    seen: list[str] = []
+
+    def run(command: str) -> Observation:
+        seen.append(command)
+        return Observation(output="", exit_code=0)
+
+    context = ResponseContext(task=REPO, run_sanitized=run)
+    answer("git log --all > /tmp/x; touch /tmp/pwned", context)
+    answer("git log --all --output=/tmp/pwned", context)
+    answer("git -c alias.x='log --all' x", context)
+    assert all("pwned" not in c and "touch" not in c and "alias" not in c for c in seen)
 
 
 def test_history_without_runner_looks_like_a_clean_repository() -> None:

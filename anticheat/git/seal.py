@@ -1,0 +1,335 @@
+"""Sealing a repository snapshot: a fresh repository holding only the base commit's past.
+
+    sealed = seal(repo)          # RepoSnapshot → RepoSnapshot (an archive), or SealRefused
+
+Whatever the trainer uploads — a full, shallow or partial clone, a linked worktree, a `.git`
+that is a `gitdir:` file, alternates, replace refs, notes, stash, reflogs, a bundle — the
+objects reachable from the base commit are copied into a repository made here from nothing
+(`git init`, one pack from `pack-objects --revs <base>`, one branch, a checkout of the base
+tree), and that is what the sandbox unpacks. Nothing else of the upload survives: not its
+refs, config, hooks, reflogs, index, packs or work tree. Pruning in place would trust git
+to find every way the upload keeps an object; a rebuild needs no such list.
+
+The upload is read with our own configuration only: git never runs inside the uploaded
+`.git` (whose config could name hooks, fsmonitor or filter programs), the alternates it
+borrows objects from are followed only inside the archive, a promisor pack never fetches,
+and replace refs, grafts, commit-graphs and bitmaps are not consulted. What cannot be
+sealed — the base commit missing or ambiguous, objects it reaches missing or corrupt, an
+archive that does not unpack safely — raises `SealRefused` with the reason (the caller's
+input: a 4xx); git missing or failing on our side raises `SealUnavailable`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from proctor.models import RepoSnapshot
+
+__all__ = ["SealRefused", "SealUnavailable", "seal"]
+
+MAX_UNPACKED_BYTES = 2 << 30  # an upload that unpacks past this is refused, not sealed
+MAX_MEMBERS = 500_000
+GIT_TIMEOUT_S = 300.0
+CACHE_SIZE = 8  # a batch of rollouts of one task uploads one repository many times
+
+_HEX_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+# our configuration, on every git call: nothing of the upload's is read
+_CONFIG = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.commitGraph=false",
+    "core.multiPackIndex=false",
+    "pack.useBitmaps=false",
+    "protocol.allow=never",
+    "gc.auto=0",
+    "core.logAllRefUpdates=false",
+    "core.autocrlf=false",
+    "advice.detachedHead=false",
+)
+
+
+class SealError(Exception):
+    """Sealing did not produce a repository."""
+
+
+class SealRefused(SealError, ValueError):
+    """The upload cannot be sealed: the caller's input, said why."""
+
+
+class SealUnavailable(SealError, RuntimeError):
+    """Our side failed (git missing, a disk error): not the caller's input."""
+
+
+_cache: OrderedDict[str, RepoSnapshot] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def seal(repo: RepoSnapshot) -> RepoSnapshot:
+    """The sealed snapshot of `repo`: an archive of a fresh repository at the full base sha."""
+    digest = hashlib.sha256(
+        "\0".join((repo.archive or "", repo.bundle or "", repo.base_commit, repo.branch)).encode()
+    ).hexdigest()
+    with _cache_lock:
+        if digest in _cache:
+            _cache.move_to_end(digest)
+            return _cache[digest]
+    if shutil.which("git") is None:
+        raise SealUnavailable("git is not installed where repositories are sealed")
+    with tempfile.TemporaryDirectory(prefix="proctor-seal-") as tmp:
+        sealed = _Sealer(Path(tmp), repo).run()
+    with _cache_lock:
+        _cache[digest] = sealed
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return sealed
+
+
+class _Sealer:
+    def __init__(self, tmp: Path, repo: RepoSnapshot) -> None:
+        self.tmp = tmp
+        self.repo = repo
+        self.upload = tmp / "upload"
+        self.scratch = tmp / "scratch.git"  # ours: borrows the upload's objects, nothing else
+        self.out = tmp / "out"
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(tmp),
+            "LC_ALL": "C",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_NO_LAZY_FETCH": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_AUTHOR_NAME": "proctor",
+            "GIT_AUTHOR_EMAIL": "proctor@invalid",
+            "GIT_COMMITTER_NAME": "proctor",
+            "GIT_COMMITTER_EMAIL": "proctor@invalid",
+        }
+        self.notes: list[str] = []  # what the upload's shape implies, for a refusal's reason
+
+    def git(
+        self, cwd: Path, *args: str, stdin: bytes | None = None, refuse: str | None = None
+    ) -> bytes:
+        argv = ["git", *(a for c in _CONFIG for a in ("-c", c)), *args]
+        try:
+            done = subprocess.run(
+                argv,
+                cwd=cwd,
+                env=self.env,
+                input=stdin,
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise SealRefused(
+                f"the repository could not be sealed within {GIT_TIMEOUT_S:.0f}s (`git {args[0]}`)"
+            ) from None
+        except OSError as exc:
+            raise SealUnavailable(f"git could not run: {exc}") from exc
+        if done.returncode != 0:
+            err = done.stderr.decode("utf-8", "replace").strip()[-600:]
+            if refuse is None:
+                raise SealUnavailable(f"`git {args[0]}` failed while sealing: {err}")
+            hint = f" ({'; '.join(self.notes)})" if self.notes else ""
+            raise SealRefused(f"{refuse}{hint}: {err}")
+        return done.stdout
+
+    # ------------------------------------------------------------------ the steps
+
+    def run(self) -> RepoSnapshot:
+        self.git(self.tmp, "init", "-q", "--bare", "--template=", str(self.scratch))
+        if self.repo.archive is not None:
+            self.unpack(_decode(self.repo.archive))
+            self.borrow(self.locate_objects())
+        else:
+            assert self.repo.bundle is not None
+            bundle = self.tmp / "upload.bundle"
+            bundle.write_bytes(_decode(self.repo.bundle))
+            self.git(
+                self.scratch,
+                "bundle",
+                "unbundle",
+                str(bundle),
+                refuse="the bundle cannot be read (corrupt, or it needs commits it does not "
+                "carry: a bundle made from a range)",
+            )
+        sha = self.resolve_base()
+        self.rebuild(sha)
+        return RepoSnapshot(archive=self.pack_archive(), base_commit=sha, branch=self.repo.branch)
+
+    def unpack(self, data: bytes) -> None:
+        self.upload.mkdir()
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+                members, total = [], 0
+                for member in tar:
+                    total += max(member.size, 0)
+                    members.append(member)
+                    if total > MAX_UNPACKED_BYTES or len(members) > MAX_MEMBERS:
+                        raise SealRefused(
+                            f"the archive unpacks to more than {MAX_UNPACKED_BYTES >> 20} MiB "
+                            f"or {MAX_MEMBERS} files"
+                        )
+                tar.extractall(self.upload, members=members, filter="data")
+        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+            if isinstance(exc, SealRefused):
+                raise
+            raise SealRefused(f"the archive cannot be unpacked safely: {exc}") from None
+
+    def locate_objects(self) -> Path:
+        """The object directory of the repository at the archive's root (through a
+        `gitdir:` file and a worktree's `commondir`, both only inside the archive)."""
+        dot = self.upload / ".git"
+        if dot.is_file() and not dot.is_symlink():
+            text = dot.read_text("utf-8", "replace").strip()
+            if not text.startswith("gitdir:"):
+                raise SealRefused("the archive's `.git` is a file but not a `gitdir:` pointer")
+            gitdir = self.inside(self.upload, text.removeprefix("gitdir:").strip(), "`.git` file")
+            self.notes.append("`.git` is a gitdir file")
+        elif dot.is_dir():
+            gitdir = self.inside(self.upload, ".git", "`.git`")
+        elif (self.upload / "HEAD").is_file() and (self.upload / "objects").is_dir():
+            gitdir = self.upload  # a bare repository
+        else:
+            raise SealRefused("the archive has no `.git` at its root (nor is it a bare repository)")
+        common = gitdir / "commondir"
+        if common.is_file():
+            gitdir = self.inside(gitdir, common.read_text().strip(), "worktree `commondir`")
+            self.notes.append("a linked worktree")
+        objects = self.inside(gitdir, "objects", "objects directory")
+        if not objects.is_dir():
+            raise SealRefused("the repository in the archive has no objects directory")
+        shallow = gitdir / "shallow"
+        if shallow.is_file():
+            lines = shallow.read_text("ascii", "replace").split()
+            if not all(_HEX_SHA.match(line) for line in lines):
+                raise SealRefused("the repository's `shallow` file is malformed")
+            (self.scratch / "shallow").write_text("".join(f"{line}\n" for line in lines))
+            self.notes.append("a shallow clone")
+        if any((objects / "pack").glob("*.promisor")):
+            self.notes.append(
+                "a partial clone: objects its promisor packs stand for were never fetched"
+            )
+        return objects
+
+    def inside(self, at: Path, relative: str, what: str) -> Path:
+        """`relative` (or absolute) resolved from `at`; refused when it leaves the archive."""
+        target = (at / relative).resolve()
+        root = self.upload.resolve()
+        if target != root and root not in target.parents:
+            raise SealRefused(
+                f"the archive's {what} points outside the archive ({relative!r}); archive "
+                "the repository it points to instead"
+            )
+        return target
+
+    def borrow(self, objects: Path) -> None:
+        """Point our scratch repository at the upload's object directories — its own and the
+        alternates it names inside the archive — with their alternates files removed, so git
+        follows nothing we did not check."""
+        dirs: list[Path] = []
+        pending = [objects]
+        while pending and len(dirs) < 16:
+            current = pending.pop()
+            if current in dirs or not current.is_dir():
+                continue
+            dirs.append(current)
+            info = current / "info"
+            for name in ("alternates", "http-alternates"):
+                path = info / name
+                if not path.is_file():
+                    continue
+                for line in path.read_text("utf-8", "replace").splitlines():
+                    line = line.strip()
+                    if not line or line.startswith("#") or name == "http-alternates":
+                        continue
+                    try:
+                        pending.append(self.inside(current, line, "objects/info/alternates"))
+                    except SealRefused:
+                        self.notes.append(
+                            f"objects/info/alternates borrows from {line!r}, outside the archive"
+                        )
+                path.unlink()
+            for cached in (*info.glob("commit-graph*"), *info.glob("commit-graphs")):
+                shutil.rmtree(cached) if cached.is_dir() else cached.unlink()
+        if len(dirs) > 1:
+            self.notes.append("objects borrowed through alternates")
+        alternates = self.scratch / "objects" / "info" / "alternates"
+        alternates.parent.mkdir(parents=True, exist_ok=True)
+        alternates.write_text("".join(f"{d}\n" for d in dirs))
+
+    def resolve_base(self) -> str:
+        base = self.repo.base_commit.lower()
+        out = self.git(
+            self.scratch,
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            f"{base}^{{commit}}",
+            refuse=f"the base commit {base} is not a commit in the repository (or the "
+            "abbreviation is ambiguous)",
+        )
+        sha = out.decode().strip()
+        if not _HEX_SHA.match(sha):
+            raise SealUnavailable(f"`git rev-parse` answered {sha!r}")
+        return sha
+
+    def rebuild(self, sha: str) -> None:
+        pack = self.git(
+            self.scratch,
+            "pack-objects",
+            "--revs",
+            "--stdout",
+            "--delta-base-offset",
+            "-q",
+            stdin=f"{sha}\n".encode(),
+            refuse="objects the base commit reaches are missing or corrupt in the upload",
+        )
+        self.git(self.tmp, "init", "-q", "--template=", "-b", self.repo.branch, str(self.out))
+        self.git(self.out, "index-pack", "--stdin", stdin=pack)
+        shallow = self.scratch / "shallow"
+        if shallow.is_file():
+            keep = [
+                line
+                for line in shallow.read_text().split()
+                if subprocess.run(
+                    ["git", "cat-file", "-e", line], cwd=self.out, env=self.env, check=False
+                ).returncode
+                == 0
+            ]
+            if keep:
+                (self.out / ".git" / "shallow").write_text("".join(f"{s}\n" for s in keep))
+        self.git(
+            self.out,
+            "fsck",
+            "--connectivity-only",
+            "--no-dangling",
+            "--no-progress",
+            refuse="the base commit's history is incomplete in the upload",
+        )
+        self.git(self.out, "update-ref", f"refs/heads/{self.repo.branch}", sha)
+        self.git(self.out, "checkout", "-q", "-f", self.repo.branch)
+
+    def pack_archive(self) -> str:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
+            for entry in sorted(self.out.iterdir()):
+                tar.add(entry, arcname=entry.name)
+        return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _decode(value: str) -> bytes:
+    return base64.b64decode(value.encode("ascii").translate(None, b" \t\n\r\x0b\x0c"))

@@ -1,0 +1,237 @@
+"""Sealing against a zoo of repository shapes: each is sealed with nothing of the future
+left in the bytes of its `.git` (objects, packs, deltas, refs, logs), or refused with why."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from anticheat.git.seal import SealRefused, seal
+from proctor.models import RepoSnapshot
+from tests.unit.anticheat.git.zoo import Upstream, archive_of, git, scan, unpack, upstream
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def _clone(up: Upstream, root: Path, *flags: str) -> Path:
+    work = root / "work"
+    source = str(up.path) if "--shared" in flags else f"file://{up.path}"
+    git(root, "clone", "-q", *flags, source, str(work))
+    return work
+
+
+def _at_base(work: Path, up: Upstream) -> Path:
+    git(work, "checkout", "-q", "-B", "main", up.base)
+    return work
+
+
+def full_clone(up: Upstream, root: Path) -> Path:
+    """Remote refs, tags, notes, stash, replace refs, reflog, ORIG_HEAD/FETCH_HEAD, packed
+    refs, a dangling commit and an untracked copy of the fix: every place a future hides."""
+    work = _clone(up, root)
+    git(work, "notes", "add", "-m", "FUTURE-FIX note", up.base)
+    git(work, "replace", up.base, up.future)
+    git(work, "fetch", "-q", "origin")
+    git(work, "pack-refs", "--all")
+    git(work, "reset", "-q", "--hard", up.base)  # ORIG_HEAD = the future
+    (work / "lib.py").write_text("FUTURE-FIX stashed\n")
+    git(work, "stash", "-q")
+    (work / "scratch.py").write_text("FUTURE-FIX untracked\n")
+    git(work, "commit", "-q", "--allow-empty", "-m", "FUTURE-FIX dangling")
+    git(work, "reset", "-q", "--hard", up.base)
+    return work
+
+
+def shallow_clone(up: Upstream, root: Path) -> Path:
+    return _at_base(_clone(up, root, "--depth", "2", "--no-single-branch"), up)
+
+
+def partial_hydrated(up: Upstream, root: Path) -> Path:
+    work = _at_base(_clone(up, root, "--filter=blob:none"), up)
+    git(work, "log", "-p", "-q", up.base)  # fetches every blob the base's history holds
+    assert any((work / ".git/objects/pack").glob("*.promisor"))
+    return work
+
+
+def partial_missing(up: Upstream, root: Path) -> Path:
+    return _at_base(_clone(up, root, "--filter=blob:none"), up)
+
+
+def linked_worktree(up: Upstream, root: Path) -> Path:
+    work = _at_base(_clone(up, root), up)
+    git(work, "worktree", "add", "-q", str(root / "wt"), up.future)
+    return work
+
+
+def gitdir_file_inside(up: Upstream, root: Path) -> Path:
+    """The worktree itself uploaded with its main repository beside it (relative paths)."""
+    tree = root / "tree"
+    tree.mkdir()
+    git(root, "clone", "-q", f"file://{up.path}", str(tree / "main"))
+    git(tree / "main", "worktree", "add", "-q", "--detach", str(tree / "wt"), up.base)
+    (tree / ".git").write_text("gitdir: main/.git/worktrees/wt\n")
+    (tree / "main/.git/worktrees/wt/commondir").write_text("../..\n")
+    return tree
+
+
+def gitdir_file_outside(up: Upstream, root: Path) -> Path:
+    work = _at_base(_clone(up, root), up)
+    git(work, "worktree", "add", "-q", "--detach", str(root / "wt"), up.base)
+    return root / "wt"  # its .git names an absolute path in the main repository
+
+
+def alternates_inside(up: Upstream, root: Path) -> Path:
+    tree = root / "tree"
+    tree.mkdir()
+    shutil.copytree(up.path, tree / "donor")
+    git(root, "clone", "-q", "--shared", str(tree / "donor"), str(tree / "w"))
+    shutil.move(str(tree / "w/.git"), str(tree / ".git"))
+    (tree / ".git/objects/info/alternates").write_text("../../donor/.git/objects\n")
+    git(tree, "checkout", "-q", "-f", "-B", "main", up.base)
+    return tree
+
+
+def alternates_outside(up: Upstream, root: Path) -> Path:
+    return _at_base(_clone(up, root, "--shared"), up)
+
+
+def submodule(up: Upstream, root: Path) -> Path:
+    work = _at_base(_clone(up, root), up)
+    git(work, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(up.path), "dep")
+    git(work, "commit", "-qm", "add dep")
+    git(work / "dep", "checkout", "-q", up.future)
+    return work
+
+
+def gitconfig_programs(up: Upstream, root: Path) -> Path:
+    """A config that names programs: sealing must not run any of them."""
+    work = _at_base(_clone(up, root), up)
+    canary = root / "ran"
+    for key in ("core.fsmonitor", "core.sshCommand", "core.pager"):
+        git(work, "config", key, f"touch {canary}")
+    hook = work / ".git/hooks/post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {canary}\n")
+    hook.chmod(0o755)
+    return work
+
+
+def bare_repository(up: Upstream, root: Path) -> Path:
+    bare = root / "bare.git"
+    git(root, "clone", "-q", "--mirror", str(up.path), str(bare))
+    return bare
+
+
+def corrupt_object(up: Upstream, root: Path) -> Path:
+    """The base's README blob, loose, with its compressed bytes damaged."""
+    work = _at_base(_clone(up, root), up)
+    for pack in (work / ".git/objects/pack").glob("pack-*.pack"):
+        moved = root / pack.name
+        shutil.move(str(pack), moved)
+        pack.with_suffix(".idx").unlink()
+        with moved.open("rb") as stream:
+            subprocess.run(["git", "unpack-objects", "-q"], cwd=work, stdin=stream, check=True)
+    blob = git(work, "rev-parse", f"{up.base}:README")
+    loose = work / ".git/objects" / blob[:2] / blob[2:]
+    data = bytearray(loose.read_bytes())
+    data[4:12] = b"\xff" * 8
+    loose.chmod(0o644)
+    loose.write_bytes(bytes(data))
+    return work
+
+
+SHAPES: dict[str, tuple[Callable[[Upstream, Path], Path], str | None]] = {
+    "full clone (remotes, tags, notes, stash, replace, reflog, ORIG_HEAD, dangling)": (
+        full_clone,
+        None,
+    ),
+    "shallow clone": (shallow_clone, None),
+    "partial clone, history fetched": (partial_hydrated, None),
+    "partial clone, blobs never fetched": (partial_missing, "partial clone"),
+    "linked worktree in the main repository": (linked_worktree, None),
+    "`.git` is a gitdir file inside the archive": (gitdir_file_inside, None),
+    "`.git` is a gitdir file outside the archive": (gitdir_file_outside, "outside the archive"),
+    "alternates inside the archive": (alternates_inside, None),
+    "alternates outside the archive": (alternates_outside, "outside the archive"),
+    "submodule in .git/modules": (submodule, None),
+    "config naming programs, hooks": (gitconfig_programs, None),
+    "bare repository": (bare_repository, None),
+    "corrupt objects": (corrupt_object, "missing or corrupt"),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_shape_is_sealed_or_refused(name: str, tmp_path: Path) -> None:
+    up = upstream(tmp_path)
+    build, refusal = SHAPES[name]
+    tree = build(up, tmp_path)
+    repo = RepoSnapshot(archive=archive_of(tree), base_commit=up.base[:10], branch="main")
+    if refusal is not None:
+        with pytest.raises(SealRefused, match=refusal):
+            seal(repo)
+        return
+    sealed = seal(repo)
+    assert sealed.base_commit == up.base and sealed.bundle is None
+    out = unpack(sealed.archive or "", tmp_path / "sealed")
+    assert git(out, "rev-parse", "HEAD") == up.base
+    assert git(out, "for-each-ref", "--format=%(refname)") == "refs/heads/main"
+    assert git(out, "status", "--porcelain") == ""
+    git(out, "log", "--oneline", "-p")  # the base history is whole where it was uploaded
+    assert scan(out, up.future_objects()) == []
+    assert not (tmp_path / "ran").exists()
+
+
+def test_bundle_of_everything_is_sealed(tmp_path: Path) -> None:
+    up = upstream(tmp_path)
+    bundle = tmp_path / "all.bundle"
+    git(up.path, "bundle", "create", "-q", str(bundle), "--all")
+    repo = RepoSnapshot(
+        bundle=base64.b64encode(bundle.read_bytes()).decode(), base_commit=up.base, branch="trunk"
+    )
+    sealed = seal(repo)
+    out = unpack(sealed.archive or "", tmp_path / "sealed")
+    assert git(out, "symbolic-ref", "HEAD") == "refs/heads/trunk"
+    assert scan(out, up.future_objects()) == []
+
+
+def test_thin_bundle_is_refused(tmp_path: Path) -> None:
+    up = upstream(tmp_path)
+    bundle = tmp_path / "range.bundle"
+    git(up.path, "bundle", "create", "-q", str(bundle), f"{up.base}..main")
+    repo = RepoSnapshot(bundle=base64.b64encode(bundle.read_bytes()).decode(), base_commit=up.base)
+    with pytest.raises(SealRefused, match="bundle"):
+        seal(repo)
+
+
+def test_base_commit_not_in_the_archive_is_refused(tmp_path: Path) -> None:
+    up = upstream(tmp_path)
+    repo = RepoSnapshot(archive=archive_of(up.path), base_commit="0" * 40)
+    with pytest.raises(SealRefused, match="not a commit"):
+        seal(repo)
+
+
+def test_archive_without_git_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    with pytest.raises(SealRefused, match="no `\\.git`"):
+        seal(RepoSnapshot(archive=archive_of(tmp_path), base_commit="abcdef1"))
+
+
+def test_the_sealed_repository_works_for_honest_git(tmp_path: Path) -> None:
+    """Commit, reset, reflog, recover: the agent's own history behaves as in any clone."""
+    up = upstream(tmp_path)
+    sealed = seal(RepoSnapshot(archive=archive_of(full_clone(up, tmp_path)), base_commit=up.base))
+    out = unpack(sealed.archive or "", tmp_path / "sealed")
+    assert git(out, "reflog") == ""  # no past beyond the agent's own
+    (out / "lib.py").write_text("def f():\n    return 7\n")
+    git(out, "commit", "-qam", "my fix")
+    mine = git(out, "rev-parse", "HEAD")
+    git(out, "reset", "-q", "--hard", "HEAD~1")
+    assert mine[:7] in git(out, "reflog")
+    git(out, "reset", "-q", "--hard", "HEAD@{1}")
+    assert git(out, "rev-parse", "HEAD") == mine
+    assert git(out, "tag") == "" and git(out, "branch", "-a") == "* main"
+    assert "fatal" not in git(out, "fsck")
