@@ -23,13 +23,16 @@ test-unit:
 	@$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
 
 bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in bench/results/
-	@cd bench && ../$(PY) oneshot.py
+	@cd bench && ../$(PY) oneshot.py --runtimes runc,runsc
 	@cd bench && ../$(PY) interactive.py
 	@cd bench && ../$(PY) neighbours.py
 	@cd bench && ../$(PY) redis_cost.py
 	@cd bench && ../$(PY) capacity.py
+	@cd bench && ../$(PY) languages.py
 	@$(PY) bench/screen.py
 	@$(PY) bench/screen_adversarial.py
+	@cd bench && ../$(PY) ui.py
+	@cd bench && ../$(PY) export.py
 
 openapi:          ## regenerate the committed OpenAPI document
 	@$(PY) -m proctor.cli openapi --output openapi/openapi.json

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import redis
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS = REPO_ROOT / "bench" / "results"
 BENCH_REDIS = os.environ.get("PROCTOR_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+LOCK_KEY = "proctor-test:lock"  # as tests/conftest.py claims a database
 
 sys.path.insert(0, str(REPO_ROOT))
 
@@ -34,13 +35,44 @@ def free_port() -> int:
 @contextmanager
 def service(**settings: str) -> Iterator[str]:
     """`proctor run` on a free port and a scratch Redis database; stopped on exit."""
-    client = redis.Redis.from_url(BENCH_REDIS)
-    client.flushdb()
-    client.close()
+    with claimed(BENCH_REDIS) as redis_url, _service(redis_url, settings) as url:
+        yield url
+
+
+@contextmanager
+def claimed(preferred: str) -> Iterator[str]:
+    """`preferred`, or the next Redis database down that no test session or other bench
+    holds (the tests' claim, `tests/conftest.py`): the deployment is named after its Redis
+    database, so two runs on one database would share (and fight over) their sandboxes."""
+    base, _, db = preferred.rpartition("/")
+    for number in dict.fromkeys([int(db or 0), *range(14, 0, -1)]):
+        url = f"{base}/{number}"
+        client = redis.Redis.from_url(url)
+        try:
+            # a bench that claimed its database itself (capacity.py) holds it with its pid
+            ours = client.get(LOCK_KEY) == str(os.getpid()).encode()
+            if not ours and not client.set(LOCK_KEY, os.getpid(), nx=True, ex=7200):
+                continue
+            for key in client.scan_iter(count=1000):
+                if key != LOCK_KEY.encode():
+                    client.delete(key)
+            try:
+                yield url
+            finally:
+                if not ours:
+                    client.delete(LOCK_KEY)
+            return
+        finally:
+            client.close()
+    raise RuntimeError("every Redis database is held by a test session or another bench")
+
+
+@contextmanager
+def _service(redis_url: str, settings: dict[str, str]) -> Iterator[str]:
     port = free_port()
     env = {
         **os.environ,
-        "PROCTOR_REDIS_URL": BENCH_REDIS,
+        "PROCTOR_REDIS_URL": redis_url,
         "PROCTOR_PORT": str(port),
         **{f"PROCTOR_{k.upper()}": v for k, v in settings.items()},
     }
@@ -55,6 +87,8 @@ def service(**settings: str) -> Iterator[str]:
         start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
+    PIDS[url] = process.pid
+    REDIS_OF[url] = redis_url
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
@@ -77,6 +111,52 @@ def service(**settings: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
         log.close()
+
+
+PIDS: dict[str, int] = {}  # a running `service`'s URL → the pid of its `proctor run`
+REDIS_OF: dict[str, str] = {}  # … → the Redis database it uses
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process, from /proc (Linux)."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    """Every descendant of a process."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            with open(f"/proc/{parent}/task/{parent}/children") as handle:
+                kids = [int(k) for k in handle.read().split()]
+        except OSError:
+            kids = []
+        found += kids
+        todo += kids
+    return found
+
+
+def service_cpu(url: str) -> dict[str, float]:
+    """CPU seconds so far of a `service`'s API process (`proctor run` serves the API itself)
+    and of its worker processes, and of the Redis server it uses."""
+    pid = PIDS[url]
+    workers = 0.0
+    for child in children(pid):
+        with suppress(OSError):
+            workers += cpu_seconds(child)
+    client = redis.Redis.from_url(REDIS_OF[url])
+    try:
+        info = client.info("cpu")
+    finally:
+        client.close()
+    return {
+        "api": cpu_seconds(pid),
+        "workers": workers,
+        "redis": float(info["used_cpu_sys"]) + float(info["used_cpu_user"]),
+    }
 
 
 def percentile(values: Sequence[float], q: float) -> float:

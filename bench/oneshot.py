@@ -1,20 +1,25 @@
 """One-shot throughput on HumanEval: Proctor end to end beside two baselines, one run.
 
-    python bench/oneshot.py [--concurrency 1,4,16] [--workers 4] [--limit 164]
-                            [--formats junit,assert]
+    python bench/oneshot.py [--concurrency 1,4,16,64] [--isolations container,pooled]
+                            [--formats assert] [--workers auto] [--limit 164] [--quick]
 
-Baselines, measured in the same run on the same programs:
-  - subprocess:  each program under a plain `python3` (no isolation at all)
+Baselines, measured in the same run on the same programs and at the same concurrencies:
+  - plain:       each program under a plain `python3` subprocess (no isolation at all)
   - docker run:  each program under `docker run --rm --network none` of the sandbox image
-Proctor: every episode through the HTTP API → Redis/RQ → a fresh hardened container,
-with the dataset's check wrapped as a pytest test and graded from JUnit XML (`junit`), or
-run as a plain program passed by the grader's completion nonce (`assert`, no pytest).
+Proctor: every episode through the HTTP API → Redis/RQ → a worker, graded as a plain
+program passed by the grader's completion nonce (`assert`) or as a pytest test from JUnit
+XML (`junit`), in each isolation: `container` (a fresh hardened container per episode) and
+`pooled` (long-lived sandboxes, an episode per fresh uid). Besides throughput and latency:
+the rewards of the broken solutions (`return None`: all must be 0), an overload round (C=256
+against a queue limit of 128: 429s, nothing lost), the API's and Redis's CPU per episode on
+the batch path, and the resident memory of an idle warm container and pooled sandbox.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -22,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
-from harness import machine, service, summary, table, write
+from harness import machine, percentile, service, service_cpu, summary, table, write
 
 from tests import humaneval
 
@@ -71,82 +76,237 @@ async def run_proctor(url: str, episodes: list[dict[str, Any]], concurrency: int
     async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
         gate = asyncio.Semaphore(concurrency)
         latencies: list[float] = []
-        rewards: list[float | None] = []
+        rewards: list[float | None] = [None] * len(episodes)  # in the episodes' order
 
-        async def one(body: dict[str, Any]) -> None:
+        async def one(index: int, body: dict[str, Any]) -> None:
             async with gate:
                 started = time.monotonic()
                 response = await client.post("/v1/episodes", params={"wait": 300}, json=body)
                 result = response.json()
                 latencies.append(time.monotonic() - started)
-                rewards.append(result.get("reward"))
+                rewards[index] = result.get("reward")
 
         started = time.monotonic()
-        await asyncio.gather(*(one(e) for e in episodes))
+        await asyncio.gather(*(one(i, e) for i, e in enumerate(episodes)))
         elapsed = time.monotonic() - started
     return {
         "episodes": len(episodes),
         "elapsed_s": round(elapsed, 2),
         "per_s": round(len(episodes) / elapsed, 2),
         "ok": sum(r == 1.0 for r in rewards),
+        "rewards": rewards,
         **summary(latencies),
     }
 
 
+def ratio(value: float, base: float) -> str:
+    return f"{value / base:.2f}x" if base else ""
+
+
+async def overload(url: str, episodes: list[dict[str, Any]], concurrency: int) -> dict[str, Any]:
+    """Every episode sent at once by `concurrency` clients: what is accepted is answered,
+    what is not is a 429 at once; nothing accepted is lost."""
+    limits = httpx.Limits(max_connections=concurrency + 4)
+    async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
+        gate = asyncio.Semaphore(concurrency)
+        accepted: list[float] = []
+        refused: list[float] = []
+        lost = 0
+
+        async def one(body: dict[str, Any]) -> None:
+            nonlocal lost
+            async with gate:
+                started = time.monotonic()
+                response = await client.post("/v1/episodes", params={"wait": 300}, json=body)
+                elapsed = time.monotonic() - started
+                if response.status_code == 429:
+                    refused.append(elapsed)
+                elif response.json().get("status") == "completed":
+                    accepted.append(elapsed)
+                else:
+                    lost += 1
+
+        started = time.monotonic()
+        await asyncio.gather(*(one(e) for e in episodes))
+        elapsed = time.monotonic() - started
+    return {
+        "sent": len(episodes),
+        "accepted": len(accepted),
+        "refused_429": len(refused),
+        "lost": lost,
+        "elapsed_s": round(elapsed, 2),
+        "refusal_p95_s": round(percentile(refused, 95), 4) if refused else None,
+        **summary(accepted),
+    }
+
+
+def batch_cpu(url: str, episodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """CPU per episode of the API process and of Redis on the batch path (one POST of all)."""
+    before = service_cpu(url)
+    with httpx.Client(base_url=url, timeout=600) as client:
+        ids: list[str] = []
+        for chunk in range(0, len(episodes), 100):
+            response = client.post(
+                "/v1/episodes/batch", json={"episodes": episodes[chunk : chunk + 100]}
+            )
+            response.raise_for_status()
+            ids += response.json()["ids"]
+        for episode_id in ids:
+            client.get(f"/v1/episodes/{episode_id}", params={"wait": 300})
+    after = service_cpu(url)
+    per = {k: (after[k] - before[k]) * 1000 / len(episodes) for k in after}
+    return {
+        "episodes": len(episodes),
+        "api_ms": round(per["api"], 2),
+        "redis_ms": round(per["redis"], 2),
+        "api_plus_redis_ms": round(per["api"] + per["redis"], 2),
+        "workers_ms": round(per["workers"], 2),
+    }
+
+
+def resident_memory() -> dict[str, float]:
+    """Mean resident memory (MiB) of idle warm containers and idle pooled sandboxes."""
+    out = subprocess.run(
+        ["docker", "stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    sizes: dict[str, list[float]] = {"warm_container_mib": [], "pooled_sandbox_mib": []}
+    units = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "B": 1 / (1 << 20)}
+    for line in out.splitlines():
+        name, _, usage = line.partition(" ")
+        amount = usage.split("/")[0].strip()
+        unit = next((u for u in units if amount.endswith(u)), None)
+        if not name.startswith("proctor-") or unit is None:
+            continue
+        key = "pooled_sandbox_mib" if name.startswith("proctor-pooled-") else "warm_container_mib"
+        sizes[key].append(float(amount[: -len(unit)]) * units[unit])
+    return {k: round(sum(v) / len(v), 1) for k, v in sizes.items() if v}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--concurrency", default="1,4,16")
-    parser.add_argument("--workers", type=int, default=4, help="Proctor worker processes")
-    parser.add_argument("--baseline-concurrency", type=int, default=2)
+    parser.add_argument("--concurrency", default="1,4,16,64")
+    parser.add_argument("--isolations", default="container,pooled")
+    parser.add_argument(
+        "--runtimes",
+        default="runc",
+        help="OCI runtimes for the container isolation (runsc: gVisor, with no network)",
+    )
+    parser.add_argument("--workers", default="auto", help="Proctor worker processes")
     parser.add_argument("--limit", type=int, default=164)
     parser.add_argument(
-        "--formats", default="junit", help="grading formats to measure: junit (pytest), assert"
+        "--formats", default="assert", help="grading formats to measure: assert, junit (pytest)"
     )
+    parser.add_argument("--overload", type=int, default=256, help="clients in the overload round")
+    parser.add_argument("--queue-limit", type=int, default=128)
+    parser.add_argument("--quick", action="store_true", help="no docker run baseline, no overload")
     args = parser.parse_args()
     if not humaneval.DATA.exists():
         sys.exit(f"HumanEval data not found at {humaneval.DATA}")
     problems = humaneval.load()[: args.limit]
     programs = [humaneval.program(p) for p in problems]
+    concurrencies = [int(c) for c in args.concurrency.split(",")]
     rows: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {}
+    rewards: dict[tuple[str, str, int | str], list[float | None]] = {}
 
-    print(f"subprocess baseline ({len(programs)} programs) ...", flush=True)
-    rows.append(
-        {
-            "system": "python3 subprocess",
-            "concurrency": args.baseline_concurrency,
-            **run_programs(programs, [sys.executable, "-c"], args.baseline_concurrency),
+    baselines = [("plain python3", [sys.executable, "-c"])]
+    if not args.quick:
+        docker = ["docker", "run", "--rm", "--network", "none", IMAGE, "python3", "-c"]
+        baselines.append(("docker run --rm --network none", docker))
+    for name, command in baselines:
+        for concurrency in concurrencies:
+            print(f"{name}, concurrency {concurrency} ...", flush=True)
+            rows.append(
+                {
+                    "system": name,
+                    "concurrency": concurrency,
+                    **run_programs(programs, command, concurrency),
+                }
+            )
+    best = {name: max(r["per_s"] for r in rows if r["system"] == name) for name, _ in baselines}
+
+    setups = [(isolation, "runc") for isolation in args.isolations.split(",")]
+    setups += [("container", r) for r in args.runtimes.split(",") if r != "runc"]
+    for isolation, runtime in setups:
+        settings = {
+            "worker_concurrency": args.workers,
+            "pool_size": "2",
+            "isolation": isolation,
+            "max_queue_depth": str(args.queue_limit),
         }
-    )
-    print("docker run baseline ...", flush=True)
-    docker = ["docker", "run", "--rm", "--network", "none", IMAGE, "python3", "-c"]
-    rows.append(
-        {
-            "system": "docker run --rm --network none",
-            "concurrency": args.baseline_concurrency,
-            **run_programs(programs, docker, args.baseline_concurrency),
-        }
-    )
+        if runtime != "runc":  # gVisor's netstack gets no network here (docs/isolation.md)
+            settings |= {"runtime": runtime, "network": "none"}
+            isolation = f"{isolation}-{runtime}"
+        with service(**settings) as url:
+            extra[f"memory_{isolation}"] = resident_memory()
+            for test_format in args.formats.split(","):
+                episodes = [episode(p, test_format) for p in problems]
+                for concurrency in concurrencies:
+                    print(f"proctor {isolation} ({test_format}), C={concurrency} ...", flush=True)
+                    # a fresh run each round: identical requests would share their episodes
+                    tag = {"round": str(concurrency), "format": test_format}
+                    fresh = [{**e, "metadata": {**e["metadata"], **tag}} for e in episodes]
+                    result = asyncio.run(run_proctor(url, fresh, concurrency))
+                    rewards[(isolation, test_format, concurrency)] = result.pop("rewards")
+                    rows.append(
+                        {
+                            "system": f"proctor {isolation} ({test_format})",
+                            "concurrency": concurrency,
+                            **result,
+                        }
+                    )
+                broken = [humaneval.episode(p, broken=True) for p in problems]
+                outcome = asyncio.run(run_proctor(url, broken, 16))
+                rewards[(isolation, test_format, "broken")] = outcome["rewards"]
+                extra[f"broken_{isolation}_{test_format}"] = {
+                    "episodes": outcome["episodes"],
+                    "reward_0": sum(r == 0.0 for r in outcome["rewards"]),
+                }
+            tag = {"round": "batch-cpu"}
+            batch = [{**e, "metadata": {**e["metadata"], **tag}} for e in episodes]
+            print(f"proctor {isolation}: CPU per episode on the batch path ...", flush=True)
+            extra[f"cpu_{isolation}"] = batch_cpu(url, batch)
+            if not args.quick:
+                print(f"proctor {isolation}: overload, C={args.overload} ...", flush=True)
+                flood = [
+                    {**e, "metadata": {**e["metadata"], "round": f"overload-{i}"}}
+                    for i in range(3)
+                    for e in episodes
+                ]
+                extra[f"overload_{isolation}"] = asyncio.run(overload(url, flood, args.overload))
 
-    with service(worker_concurrency=str(args.workers), pool_size="2") as url:
-        for test_format in args.formats.split(","):
-            episodes = [episode(p, test_format) for p in problems]
-            for concurrency in (int(c) for c in args.concurrency.split(",")):
-                print(f"proctor ({test_format}), concurrency {concurrency} ...", flush=True)
-                # a fresh run each round: identical requests would share their episodes
-                tag = {"round": str(concurrency), "format": test_format}
-                fresh = [{**e, "metadata": {**e["metadata"], **tag}} for e in episodes]
-                rows.append(
-                    {
-                        "system": f"proctor ({args.workers} workers, {test_format})",
-                        "concurrency": concurrency,
-                        **asyncio.run(run_proctor(url, fresh, concurrency)),
-                    }
-                )
-
-    columns = ["system", "concurrency", "episodes", "ok", "per_s", "p50_s", "p95_s", "elapsed_s"]
+    # every episode's reward is the same in every isolation and at every concurrency
+    for kind in ("canonical", "broken"):
+        runs = [v for (_, _, c), v in rewards.items() if (c == "broken") == (kind == "broken")]
+        extra[f"identical_rewards_{kind}"] = all(r == runs[0] for r in runs) if runs else None
+    plain, docker_best = (
+        best.get("plain python3", 0.0),
+        best.get("docker run --rm --network none", 0.0),
+    )
+    for row in rows:
+        row["x_plain"] = ratio(row["per_s"], plain)
+        row["x_docker_run"] = ratio(row["per_s"], docker_best)
+    columns = [
+        "system",
+        "concurrency",
+        "episodes",
+        "ok",
+        "per_s",
+        "x_plain",
+        "x_docker_run",
+        "p50_s",
+        "p95_s",
+        "elapsed_s",
+    ]
     print()
     print(table(rows, columns))
-    path = write("oneshot", {"machine": machine(), "rows": rows})
+    print("\nratios are to the best throughput of each baseline in this run")
+    for key, value in extra.items():
+        print(f"{key}: {json.dumps(value)}")
+    path = write("oneshot", {"machine": machine(), "rows": rows, **extra})
     print(f"\nwritten to {path}")
 
 

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     redis_url: str = defaults.REDIS_URL
     host: str = defaults.HOST
     port: int = defaults.PORT
+    sandboxfusion_port: int | None = Field(
+        None, ge=1, le=65535, description="also serve the API here (SandboxFusion's 8080)"
+    )
     host_id: str = Field(default_factory=socket.gethostname, description="worker host identity")
     deployment: str | None = Field(
         None, description="names this deployment's containers; defaults to one from its Redis"
@@ -60,6 +63,12 @@ class Settings(BaseSettings):
     dedup_ttl_s: int = Field(
         defaults.DEDUP_TTL_S, description="identical one-shot requests share an episode"
     )
+    sink_dir: Path | None = Field(
+        None, description="the durable sink's directory (core/sink.py); unset: no sink"
+    )
+    sink_max_bytes: int = Field(
+        defaults.SINK_MAX_BYTES, ge=4096, description="a sink file rotates at this size"
+    )
 
     # --- sandboxes
     images: Annotated[dict[str, str], NoDecode] = Field(
@@ -69,6 +78,13 @@ class Settings(BaseSettings):
     sandbox_user: str = defaults.SANDBOX_USER
     pool_size: int = Field(
         defaults.POOL_SIZE, ge=0, le=64, description="warm containers per image per worker"
+    )
+    isolation: Literal["container", "pooled"] = Field(
+        defaults.ISOLATION,
+        description="one-shot episodes in a fresh container each, or in pooled sandboxes",
+    )
+    pooled_episodes: int = Field(
+        defaults.POOLED_EPISODES, ge=1, description="episodes a pooled sandbox serves"
     )
     network: Literal["auto", "none"] = defaults.NETWORK
     honeypot_network: str = defaults.HONEYPOT_NETWORK

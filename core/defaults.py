@@ -27,12 +27,24 @@ MAX_QUEUE_DEPTH: Final = 10_000  # queued episodes beyond which submissions get 
 MAX_BATCH: Final = 1_000  # most episodes in one batch request
 RESULT_TTL_S: Final = 24 * 3600  # finished episodes stay readable this long
 DEDUP_TTL_S: Final = 600  # identical one-shot requests within this window share an episode
+SINK_MAX_BYTES: Final = 256 * 1024 * 1024  # a durable sink file rotates at this size (and daily)
+EXPORT_PAGE: Final = 500  # episodes an export reads from Redis per pipelined round trip
 
 # --- sandboxes
 PYTHON_IMAGE: Final = "proctor/sandbox-python:latest"  # the `python` task image
-IMAGES: Final = MappingProxyType({"python": PYTHON_IMAGE})  # task image name → reference
+# `python-sci`: the python image plus numpy, pandas, scipy ... (images/sandbox-python-sci)
+PYTHON_SCI_IMAGE: Final = "proctor/sandbox-python-sci:latest"
+# one image per language family (core/languages.py; images/sandbox-lang)
+LANGUAGE_IMAGES: Final = MappingProxyType(
+    {family: f"proctor/sandbox-{family}:latest" for family in ("cpp", "java", "go", "node", "rust")}
+)
+IMAGES: Final = MappingProxyType(  # task image name → reference
+    {"python": PYTHON_IMAGE, "python-sci": PYTHON_SCI_IMAGE, **LANGUAGE_IMAGES}
+)
 SANDBOX_USER: Final = "1000:1000"  # uid:gid the code under test runs as
 POOL_SIZE: Final = 2  # warm containers per image per worker process
+ISOLATION: Final = "container"  # `container`: a fresh one per episode; `pooled`: see pooled.py
+POOLED_EPISODES: Final = 200  # episodes one pooled sandbox serves before it is replaced
 NETWORK: Final = "auto"  # `auto`: the honeypot network where a task allows; `none`: never
 HONEYPOT_NETWORK: Final = "proctor-sandbox"  # the honeypot's own internal network
 SANDBOX_SUBNETS: Final = "10.213.0.0/16"  # each sandbox's /29 network is carved from here

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.config import JsonDict
 
 __all__ = [
+    "LANGUAGE_NAMES",
     "MAX_FILES",
     "MAX_FILE_BYTES",
     "Action",
@@ -28,7 +29,11 @@ __all__ = [
     "Decision",
     "EpisodeCreate",
     "EpisodeCreated",
+    "EpisodeExport",
+    "EpisodeListed",
     "EpisodeMode",
+    "EpisodePage",
+    "EpisodeRegrade",
     "EpisodeResult",
     "EpisodeStatus",
     "Evidence",
@@ -159,6 +164,9 @@ class Limits(_Request):
     """
 
     timeout_s: float = Field(10.0, gt=0, le=3600, description="wall clock for running the tests")
+    compile_timeout_s: float = Field(
+        10.0, gt=0, le=3600, description="wall clock for compiling (compiled languages only)"
+    )
     memory_mb: int = Field(512, ge=32, le=16_384, description="memory; swap is not allowed")
     cpus: float = Field(1.0, ge=0.01, le=16, description="Docker's CPU quota takes 0.01 and up")
     pids: int = Field(128, ge=16, le=4096)
@@ -190,6 +198,9 @@ class TestSpec(_Request):
         "--junitxml added, other commands write JUnit XML to $PROCTOR_JUNIT_XML",
     )
     format: TestFormat = TestFormat.junit
+    binary_files: dict[str, str] = Field(
+        default_factory=dict, description="path → base64 content, written with the tests"
+    )
     fail_to_pass: list[str] = Field(
         default_factory=list, description="tests that must pass (SWE-bench FAIL_TO_PASS)"
     )
@@ -198,6 +209,13 @@ class TestSpec(_Request):
     )
 
     _files = field_validator("files")(_check_files)
+
+    @field_validator("binary_files")
+    @classmethod
+    def _check_binary(cls, files: dict[str, str]) -> dict[str, str]:
+        for content in files.values():
+            check_base64(content)
+        return _check_files(files)
 
     @model_validator(mode="after")
     def _assert_runs_its_files(self) -> TestSpec:
@@ -237,6 +255,13 @@ class NetworkPolicy(StrEnum):
     honeypot = "honeypot"
 
 
+class Isolation(StrEnum):
+    """How a one-shot episode is kept apart from others, weakest first."""
+
+    pooled = "pooled"  # a fresh uid, session and directories in a long-lived sandbox
+    container = "container"  # a fresh container of its own
+
+
 class Policy(_Request):
     """How cheating is screened and paid."""
 
@@ -247,10 +272,43 @@ class Policy(_Request):
         default_factory=list, description="rule ids or patterns (`res.*`, `*`) to switch off"
     )
     judge: bool = True
+    attempts_are_cheats: bool = Field(
+        False,
+        description="a hit of a rule whose level is `attempt` (a probe structure made "
+        "harmless) makes the episode a cheat too, not only a step penalty",
+    )
+
+
+# `task.language` values: SandboxFusion's names (and aliases) that core/languages.py runs
+LANGUAGE_NAMES = frozenset(
+    {
+        "python",
+        "pytest",
+        "bash",
+        "cpp",
+        "c",
+        "java",
+        "junit",
+        "go",
+        "go_test",
+        "nodejs",
+        "js",
+        "javascript",
+        "typescript",
+        "ts",
+        "rust",
+    }
+)
 
 
 class TaskSpec(_Request):
     image: str = Field("python", max_length=128, description="a name from the image allowlist")
+    language: str | None = Field(
+        None,
+        max_length=32,
+        description="SandboxFusion's language name (cpp, java, go, ...): a compiled one "
+        "compiles before the tests run, and code that does not is a compile_error",
+    )
     statement: str | None = Field(None, max_length=200_000, description="the task as posed")
     files: dict[str, str] = Field(default_factory=dict)
     setup: list[str] = Field(
@@ -266,8 +324,19 @@ class TaskSpec(_Request):
     target_package: str | None = Field(None, max_length=200)
     pinned_version: str | None = Field(None, max_length=100)
     policy: Policy = Field(default_factory=Policy)
+    isolation: Isolation | None = Field(
+        None, description="at least this isolation (the deployment's when unset or weaker)"
+    )
 
     _files = field_validator("files")(_check_files)
+
+    @field_validator("language")
+    @classmethod
+    def _check_language(cls, name: str | None) -> str | None:
+        if name is not None and name not in LANGUAGE_NAMES:
+            known = ", ".join(sorted(LANGUAGE_NAMES))
+            raise ValueError(f"language {name!r} is not supported; supported: {known}")
+        return name
 
     @field_validator("protected_paths")
     @classmethod
@@ -454,6 +523,7 @@ class EvidenceSource(StrEnum):
     judge = "judge"
     honeypot = "honeypot"
     integrity = "integrity"
+    grader = "grader"  # the grading process's runtime defences (audit hook, trusted ==)
 
 
 class Evidence(_Result):
@@ -487,6 +557,7 @@ class Timings(_Result):
     queued_s: float | None = None
     sandbox_start_s: float | None = None
     run_s: float | None = None
+    compile_s: float | None = None
     total_s: float | None = None
 
 
@@ -495,6 +566,7 @@ class SandboxInfo(_Result):
     image_digest: str | None = None
     host: str | None = None
     network: str | None = None
+    isolation: Isolation | None = None
 
 
 class EpisodeResult(_Result):
@@ -562,3 +634,72 @@ class ScreenRequest(_Request):
 
 class ScreenResponse(_Result):
     verdicts: list[ScreenVerdict]
+
+
+class EpisodeExport(_Result):
+    """One finished episode as a dataset row (`GET /v1/episodes/export`, the durable sink):
+    what was asked, what the code did and saw, how it was graded, and why."""
+
+    id: str
+    status: EpisodeStatus
+    mode: EpisodeMode
+    verdict: Verdict | None = None
+    reward: float | None = None
+    passed: bool | None = None
+    reason: str = ""
+    error: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+    task: TaskSpec
+    solution: Solution | None = None
+    steps: list[Step] = Field(
+        default_factory=list, description="each action, its observation, and what screened it"
+    )
+    tests: list[TestCase] = Field(default_factory=list)
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    cheat_detected: bool = False
+    cheat_labels: list[CheatCategory] = Field(
+        default_factory=list, description="the distinct categories of the evidence, in order"
+    )
+    evidence: list[Evidence] = Field(default_factory=list)
+    judge: str | None = None
+    timings: Timings = Field(default_factory=Timings)
+    sandbox: SandboxInfo = Field(default_factory=SandboxInfo)
+
+
+class EpisodeRegrade(_Result):
+    """A finished episode graded again with today's rules, judge and tests: the result it
+    had, and the new episode (linked by its `regrade_of` metadata) as it stands."""
+
+    old: EpisodeResult
+    new: EpisodeResult
+
+
+class EpisodeListed(_Result):
+    """One ended episode in a listing (`GET /v1/episodes`): its summary, not its output."""
+
+    id: str
+    status: EpisodeStatus
+    mode: EpisodeMode
+    verdict: Verdict | None = None
+    reward: float | None = None
+    passed: bool | None = None
+    duration_s: float | None = None
+    image: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    finished_at: datetime
+    steps: int = 0
+    reason: str = ""
+    categories: list[str] = Field(default_factory=list, description="cheat categories seen")
+    rules: list[str] = Field(default_factory=list, description="the rules that hit")
+
+
+class EpisodePage(_Result):
+    """A page of ended episodes, newest first; `next_cursor` asks for the next one."""
+
+    episodes: list[EpisodeListed]
+    next_cursor: str | None = None

@@ -24,10 +24,15 @@ die() { echo "setup: error: $*" >&2; exit 1; }
 install_packages() {
     local missing=() pair
     for pair in docker:docker.io dockerd:docker.io redis-server:redis-server \
-        redis-cli:redis-tools debootstrap:debootstrap git:git tini:tini flock:util-linux; do
+        redis-cli:redis-tools debootstrap:debootstrap git:git tini:tini flock:util-linux \
+        chromium:chromium crun:crun runsc:runsc; do
+        # chromium: the web page's browser tests; crun, runsc: OCI runtimes a deployment may
+        # choose (PROCTOR_RUNTIME), measured by the bench and tried by the tests
         command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
     done
     [[ -e /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)
+    # a font for the browser tests' screenshots (chromium's recommends are not installed)
+    [[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]] || missing+=(fonts-dejavu-core)
     [[ -e /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
     if [[ ! -x "${repo}/.venv/bin/python" ]] && ! python3 -c 'import ensurepip' 2>/dev/null; then
         missing+=(python3 python3-venv)  # Debian splits venv/ensurepip out of python3
@@ -66,6 +71,38 @@ wait_for_old_dockerd() {
         die "dockerd ${old} neither answers nor stops"
     fi
     rm -f "${file}"
+}
+
+# The OCI runtimes installed beside runc, registered with dockerd (merged into an existing
+# daemon.json; a running dockerd reloads its runtimes on SIGHUP). gVisor's netstack cannot
+# join the namespace Docker gives it here, so runsc runs with no network (docs/isolation.md).
+register_runtimes() {
+    local file=/etc/docker/daemon.json changed
+    mkdir -p /etc/docker
+    changed="$(python3 - "${file}" <<'PY'
+import json, os, shutil, sys
+path = sys.argv[1]
+config = json.load(open(path)) if os.path.exists(path) else {}
+runtimes = config.setdefault("runtimes", {})
+wanted = {"crun": {"path": "/usr/bin/crun"},
+          "runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}
+missing = {k: v for k, v in wanted.items() if shutil.which(k) and runtimes.get(k) != v}
+if missing:
+    runtimes.update(missing)
+    with open(path + ".tmp", "w") as handle:
+        json.dump(config, handle, indent=2)
+    os.replace(path + ".tmp", path)
+print(" ".join(sorted(missing)))
+PY
+)"
+    if [[ -z "${changed}" ]]; then
+        say "docker: runtimes registered"
+        return
+    fi
+    say "docker: registered runtimes ${changed}"
+    if [[ -r /var/run/docker.pid ]] && kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
+        kill -HUP "$(cat /var/run/docker.pid)"
+    fi
 }
 
 start_docker() {
@@ -176,6 +213,7 @@ main() {
     command -v apt-get >/dev/null || die "apt-get not found: this script sets up Debian"
     mkdir -p "${run}"
     install_packages
+    register_runtimes
     start_docker
     start_redis
     setup_venv

@@ -117,6 +117,15 @@ def docker_ready() -> None:
         pytest.fail(f"Docker or the sandbox image is not ready ({exc}); run `make images`")
 
 
+# PROCTOR_TEST_RUNTIME=runsc: the services the tests start run their sandboxes under that
+# OCI runtime (gVisor's netstack gets no network here: see docs/isolation.md)
+RUNTIME_SETTINGS = (
+    {"PROCTOR_RUNTIME": os.environ["PROCTOR_TEST_RUNTIME"], "PROCTOR_NETWORK": "none"}
+    if os.environ.get("PROCTOR_TEST_RUNTIME")
+    else {}
+)
+
+
 def service_env(redis_url: str, port: int, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
@@ -129,6 +138,7 @@ def service_env(redis_url: str, port: int, **extra: str) -> dict[str, str]:
             "PROCTOR_HEARTBEAT_S": "1",
             "PROCTOR_HEARTBEAT_TTL_S": "6",
             "PROCTOR_REAPER_INTERVAL_S": "2",
+            **RUNTIME_SETTINGS,
             **extra,
         }
     )

@@ -38,7 +38,14 @@ from workers.evaluation.grading import (
     steering_paths,
 )
 from workers.guard import apply_policy, integrity_evidence
-from workers.results import broken_result, graded_result, score_test_run
+from workers.results import (
+    broken_result,
+    compile_failed,
+    compile_failed_result,
+    graded_result,
+    score_compile,
+    score_test_run,
+)
 from workers.runtime import Runtime
 from workers.sandbox.docker import Container, SandboxError
 from workers.sandbox.protocol import (
@@ -47,6 +54,7 @@ from workers.sandbox.protocol import (
     Listing,
     Op,
     Run,
+    Sent,
     Snapshot,
     Untar,
     Write,
@@ -252,7 +260,8 @@ def finish_interactive(
         plan = grading_plan(task, keep=set(state.keep), restore=restore)
         # before sealing: what the agent left in protected paths, and its diff for the judge
         protected = Snapshot(paths=task.protected_paths)
-        looks: list[Op[Any]] = [KillAll(), protected]
+        counted = Sent()  # the sandbox's packets since it was made: any contact at all?
+        looks: list[Op[Any]] = [KillAll(), protected, counted]
         diff_op = None
         if task.repo is not None:
             diff_op = Run(
@@ -269,20 +278,27 @@ def finish_interactive(
             raise sandbox.failure_of(reply)
         left = snapshot.files if (snapshot := reply.result(protected)) else {}
         diff = diff_result.stdout if diff_op and (diff_result := reply.result(diff_op)) else ""
-        test = reply.result(plan.test)
-        if test is None:
-            raise sandbox.failure_of(reply)
-        outcome = score_test_run(test, task, oom_killed=test.oom_killed)
+        compiled = reply.result(plan.compile) if plan.compile is not None else None
         timings = Timings(
             sandbox_start_s=record.started_sandbox().sandbox_start_s,
             run_s=run_s,
+            compile_s=compiled.duration_s if compiled is not None else None,
             total_s=time.time() - record.created,
         )
-        result = graded_result(record, outcome, test, steps, info, timings, reason=reason)
+        test = reply.result(plan.test)
+        if compiled is not None and compile_failed(compiled):
+            outcome = score_compile(compiled, task, oom_killed=compiled.oom_killed)
+            result = compile_failed_result(record, outcome, compiled, steps, info, timings)
+        else:
+            if test is None:
+                raise sandbox.failure_of(reply)
+            outcome = score_test_run(test, task, oom_killed=test.oom_killed)
+            result = graded_result(record, outcome, test, steps, info, timings, reason=reason)
         evidence = integrity_evidence(
             {p: c for p, c in restore.items() if is_protected(p, task.protected_paths)}, left
         )
-        evidence += rt.guard.network_evidence(sandbox, since=record.created)
+        sent = result_sent.packets if (result_sent := reply.result(counted)) else None
+        evidence += rt.guard.network_evidence(sandbox, since=record.created, sent=sent)
         judged, judge_status = rt.guard.judge_trajectory(record, steps, diff)
         result = apply_policy(record, result, evidence + judged, judge_status)
     except RunnerBroken as exc:  # the code under test broke the sandbox: its typed verdict

@@ -26,8 +26,9 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from redis.exceptions import RedisError
 from rq import Queue
@@ -46,7 +47,6 @@ from core.results import infra_failure, timed_out
 from core.store import EpisodeRecord, EpisodeStore
 from proctor.models import EpisodeStatus
 from workers.sandbox.docker import WORKER_LABEL, Engine, SandboxError
-from workers.sandbox.pool import WarmPool
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,12 @@ def worker_name(host_id: str, *, pid: int | None = None, suffix: str | None = No
     return f"{host_id}.{pid}.{process_start_ticks(pid)}.{suffix}"
 
 
+class IdlePool(Protocol):
+    """Started sandboxes waiting for an episode (the warm pool, the pooled sandboxes)."""
+
+    def drain_idle(self) -> object: ...
+
+
 class Janitor:
     def __init__(
         self,
@@ -97,7 +103,7 @@ class Janitor:
         heartbeat_ttl_s: float,
         sweep_s: float,
         engine: Engine | None = None,
-        pool: WarmPool | None = None,
+        pools: Sequence[IdlePool] = (),
         holding: dict[str, str] | None = None,
         busy: set[str] | None = None,
         images: Mapping[str, str] | None = None,
@@ -111,7 +117,7 @@ class Janitor:
         self.heartbeat_ttl_s = heartbeat_ttl_s
         self.sweep_s = sweep_s
         self.engine = engine
-        self.pool = pool
+        self.pools = pools
         # episodes whose container this process holds: episode id → container id
         self.holding = holding if holding is not None else {}
         # episodes this process is running a job for right now
@@ -194,8 +200,8 @@ class Janitor:
             self.reap_containers(live, others=judging)
             if self.images:
                 self.publish_images()
-        if self.pool is not None:
-            self.pool.drain_idle()
+        for pool in self.pools:
+            pool.drain_idle()
 
     def publish_images(self) -> None:
         assert self.engine is not None
@@ -366,7 +372,10 @@ class Janitor:
             ]
         except SandboxError:
             stopped = []
+        held = set(self.holding.values())  # their episode asks the engine why they stopped
         for info in stopped:
+            if str(info["Id"]) in held:
+                continue
             self.engine.remove(str(info["Id"]))
             reaped += 1
         for info in containers if others else []:

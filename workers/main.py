@@ -42,6 +42,7 @@ from core.defaults import (
     STARTUP_RETRY_S,
 )
 from core.queues import QUEUE_NAME, host_queue_name
+from core.sink import EpisodeSink
 from core.store import EpisodeStore
 from proctor.models import TaskSpec, TestSpec
 from workers import runtime
@@ -52,6 +53,7 @@ from workers.janitor import Janitor, worker_name
 from workers.sandbox.checks import verify_protections
 from workers.sandbox.docker import Engine, SandboxError
 from workers.sandbox.pool import WarmPool
+from workers.sandbox.pooled import RunnerPool
 
 log = logging.getLogger(__name__)
 
@@ -248,20 +250,29 @@ def serve(
     worker = worker_name(settings.host_id, suffix=suffix)
     client = redis_client(settings.redis_url)
     wait_for_redis(client, settings.redis_url)
-    store = EpisodeStore(client, result_ttl_s=settings.result_ttl_s)
+    store = EpisodeStore(
+        client, result_ttl_s=settings.result_ttl_s, sink=EpisodeSink.of(settings, worker)
+    )
     engine = connect_engine(settings, store, worker)
     pool = WarmPool(engine, size=settings.pool_size)
+    runners = (
+        RunnerPool(engine, episodes=settings.pooled_episodes)
+        if settings.isolation == "pooled"
+        else None
+    )
     honeypot = start_honeypot(settings, engine, store=store, worker=worker)
     guard = Guard(store, judge=make_judge(settings, store), honeypot=honeypot)
-    rt = runtime.Runtime(settings, client, store, engine, pool, worker, guard)
+    rt = runtime.Runtime(settings, client, store, engine, pool, worker, guard, runners=runners)
     runtime.install(rt)
     pool.prewarm(rt.spec_for(_default_task()))
+    if runners is not None:
+        runners.prewarm(rt.spec_for(_default_task(), pooled=True))
     janitor = Janitor(
         store,
         worker=worker,
         host=settings.host_id,
         engine=engine,
-        pool=pool,
+        pools=[pool] if runners is None else [pool, runners],
         heartbeat_s=settings.heartbeat_s,
         heartbeat_ttl_s=settings.heartbeat_ttl_s,
         sweep_s=settings.reaper_interval_s,
@@ -283,6 +294,9 @@ def serve(
     finally:
         janitor.stop()
         pool.close()
+        if runners is not None:
+            runners.close()
+        engine.release_networks()
         try:
             store.forget_worker(worker)
             store.release_of(settings.host_id, worker)

@@ -16,6 +16,7 @@ from core.store import EpisodeRecord
 from proctor.models import (
     EpisodeResult,
     EpisodeStatus,
+    Isolation,
     SandboxInfo,
     Step,
     Timings,
@@ -23,10 +24,17 @@ from proctor.models import (
 from workers.actions import action_op, observation_of
 from workers.evaluation.grading import grading_plan, is_protected, steering_paths
 from workers.guard import apply_policy, solution_text
-from workers.results import broken_result, graded_result, score_test_run
+from workers.results import (
+    broken_result,
+    compile_failed,
+    compile_failed_result,
+    graded_result,
+    score_compile,
+    score_test_run,
+)
 from workers.runtime import Runtime
-from workers.sandbox.protocol import Op, Run, RunResult, Write, commands_time_s
-from workers.sandbox.sandbox import RunnerBroken, Sandbox
+from workers.sandbox.protocol import Op, Run, RunResult, Sent, Write, commands_time_s
+from workers.sandbox.sandbox import RunnerBroken
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +49,11 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
     queued_s = max(started - record.created, 0.0)
     if not rt.store.advance(record.id, EpisodeStatus.starting, worker=rt.worker, host=rt.host):
         return None
-    spec = rt.spec_for(task)
     acquire_started = time.monotonic()
-    container, warm = rt.pool.acquire(spec)
+    sandbox, warm = rt.open_sandbox(task, episode_id=record.id)
     sandbox_start_s = time.monotonic() - acquire_started
-    sandbox = Sandbox(rt.engine, container, episode_id=record.id)
+    container = sandbox.container
+    spec = container.spec
     log.info(
         "episode %s container %s: started (%s)",
         record.id,
@@ -57,6 +65,7 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
         image_digest=rt.engine.image_digest(spec.image),
         host=rt.host,
         network=spec.network,
+        isolation=Isolation.pooled if spec.pooled else Isolation.container,
     )
     rt.holding[record.id] = container.id
     try:
@@ -92,7 +101,8 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
             keep=steering_paths(task.files) | steering_paths(task.tests.files),
             restore={p: c for p, c in task.files.items() if is_protected(p, task.protected_paths)},
         )
-        ops = [*prepare, *actions, *plan.ops]
+        counted = (Sent(), Sent())  # packets sent before and after: any contact at all?
+        ops = [counted[0], *prepare, *actions, *plan.ops, counted[1]]
         # admission kept the sum within max_episode_s; a worker set lower holds its own
         budget = min(commands_time_s(ops), rt.settings.max_episode_s) + 5.0
         wall_started = time.time()
@@ -118,28 +128,33 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
                 sandbox=info,
             )
         test = reply.result(plan.test)
-        if test is None and not all(map(reply.ran, prepare)):  # nothing of the solution ran
-            error = reply.error.message if reply.error else None
-            return infra_failure(record, f"the task could not be prepared: {error}", sandbox=info)
-        if test is None:  # an operation of the grading phase raised: whose fault was it?
-            raise sandbox.failure_of(reply)
-        oom = test.oom_killed or (test.exit_code in (-9, 137) and sandbox.oom_killed())
-        outcome = score_test_run(test, task, oom_killed=oom)
-        result = graded_result(
-            record,
-            outcome,
-            test,
-            steps,
-            info,
-            Timings(
-                queued_s=queued_s,
-                sandbox_start_s=sandbox_start_s,
-                run_s=run_s,
-                total_s=time.time() - record.created,
-            ),
+        compiled = reply.result(plan.compile) if plan.compile is not None else None
+        timings = Timings(
+            queued_s=queued_s,
+            sandbox_start_s=sandbox_start_s,
+            run_s=run_s,
+            compile_s=compiled.duration_s if compiled is not None else None,
+            total_s=time.time() - record.created,
         )
+        if compiled is not None and compile_failed(compiled):
+            oom = compiled.oom_killed or (compiled.exit_code in (-9, 137) and sandbox.oom_killed())
+            outcome = score_compile(compiled, task, oom_killed=oom)
+            result = compile_failed_result(record, outcome, compiled, steps, info, timings)
+        else:
+            if test is None and not all(map(reply.ran, prepare)):  # nothing of the solution ran
+                error = reply.error.message if reply.error else None
+                return infra_failure(
+                    record, f"the task could not be prepared: {error}", sandbox=info
+                )
+            if test is None:  # an operation of the grading phase raised: whose fault was it?
+                raise sandbox.failure_of(reply)
+            oom = test.oom_killed or (test.exit_code in (-9, 137) and sandbox.oom_killed())
+            outcome = score_test_run(test, task, oom_killed=oom)
+            result = graded_result(record, outcome, test, steps, info, timings)
         evidence = rt.guard.screen_solution(record)
-        evidence += rt.guard.network_evidence(sandbox, since=wall_started)
+        evidence += rt.guard.network_evidence(
+            sandbox, since=wall_started, sent=reply.sent(*counted)
+        )
         judged, judge_status = rt.guard.judge_trajectory(
             record, steps, solution_text(solution.files)
         )
@@ -158,4 +173,4 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
         )
     finally:
         rt.holding.pop(record.id, None)
-        rt.pool.discard(container)
+        rt.close_sandbox(sandbox)

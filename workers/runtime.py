@@ -1,4 +1,4 @@
-"""The per-process context of a worker: one Redis client, one Docker engine, one warm pool.
+"""The per-process context of a worker: one Redis client, one Docker engine, its pools.
 
 RQ calls job functions with nothing but their arguments; they find these here. The worker
 entry point installs the runtime once, before it takes its first job.
@@ -13,10 +13,12 @@ import redis
 from core.config import Settings
 from core.limits import within_host
 from core.store import EpisodeStore
-from proctor.models import NetworkPolicy, TaskSpec
+from proctor.models import Isolation, NetworkPolicy, TaskSpec
 from workers.guard import Guard
 from workers.sandbox.docker import Engine, SandboxError, SandboxSpec
 from workers.sandbox.pool import WarmPool
+from workers.sandbox.pooled import PooledSandbox, RunnerPool
+from workers.sandbox.sandbox import Sandbox
 
 
 @dataclass(slots=True)
@@ -33,10 +35,32 @@ class Runtime:
     holding: dict[str, str] = field(default_factory=dict)
     # episodes this process is running a job for: the janitor tells its own lost ones apart
     busy: set[str] = field(default_factory=set)
+    runners: RunnerPool | None = None  # pooled sandboxes, when the deployment's isolation
 
     @property
     def host(self) -> str:
         return self.settings.host_id
+
+    def isolation_for(self, task: TaskSpec) -> Isolation:
+        """The deployment's isolation (pooled when it has pooled sandboxes), or the task's
+        when it asks for more."""
+        if self.runners is None or task.isolation is Isolation.container:
+            return Isolation.container
+        return Isolation.pooled
+
+    def open_sandbox(self, task: TaskSpec, *, episode_id: str) -> tuple[Sandbox, bool]:
+        """A sandbox for a one-shot episode, and whether it was started before it was asked
+        for; give it back with `close_sandbox`."""
+        if self.runners is not None and self.isolation_for(task) is Isolation.pooled:
+            return self.runners.acquire(self.spec_for(task, pooled=True), episode_id=episode_id)
+        container, warm = self.pool.acquire(self.spec_for(task))
+        return Sandbox(self.engine, container, episode_id=episode_id), warm
+
+    def close_sandbox(self, sandbox: Sandbox) -> None:
+        if isinstance(sandbox, PooledSandbox) and self.runners is not None:
+            self.runners.release(sandbox)
+        else:
+            self.pool.discard(sandbox.container)
 
     def network_for(self, task: TaskSpec) -> tuple[str, tuple[str, ...]]:
         """The network and DNS servers: the honeypot's, unless it is down or not wanted."""
@@ -50,7 +74,7 @@ class Runtime:
             raise SandboxError("the task asks for the honeypot network, which is not up")
         return "none", ()
 
-    def spec_for(self, task: TaskSpec) -> SandboxSpec:
+    def spec_for(self, task: TaskSpec, *, pooled: bool = False) -> SandboxSpec:
         limits = within_host(task.limits, self.settings)  # the API may run on a larger host
         network, dns = self.network_for(task)
         return SandboxSpec(
@@ -63,6 +87,7 @@ class Runtime:
             dns=dns,
             user=self.settings.sandbox_user,
             runtime=self.settings.runtime,
+            pooled=pooled,
         )
 
 

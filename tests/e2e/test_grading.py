@@ -111,7 +111,13 @@ def test_cannot_connect(address):
         socket.create_connection(address, timeout=2)
 """
     result = run(http, episode(ADD, tests=tests, unscreened=True))
-    assert result["verdict"] == "passed", result["tests"]
+    if result["sandbox"]["network"] == "none":  # nothing answers any connection
+        assert result["verdict"] == "passed", result["tests"]
+    else:  # only the honeypot answers (it takes every address), and every attempt is on record
+        assert result["verdict"] == "cheat"
+        details = " ".join(e["detail"] for e in result["cheat"]["evidence"])
+        for address in ("1.1.1.1", "8.8.8.8", "172.17.0.1"):
+            assert address in details, result["cheat"]
 
 
 def test_writes_outside_the_workspace_fail(http: httpx.Client) -> None:

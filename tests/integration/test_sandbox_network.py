@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
+from typing import Any
 
 import docker
 import pytest
@@ -21,7 +22,7 @@ from docker.errors import DockerException
 
 from core.config import Settings
 from core.store import EpisodeStore
-from workers.honeypot import Hit, Honeypot
+from workers.honeypot import Hit, Honeypot, evidence
 from workers.main import start_honeypot
 from workers.sandbox.docker import (
     DEPLOYMENT_LABEL,
@@ -284,9 +285,38 @@ def test_a_sandbox_network_goes_with_its_sandbox_whoever_removes_it(site: Site) 
         return list(api.networks(filters={"label": f"{SANDBOX_NETWORK_LABEL}={container.name}"}))
 
     assert len(own_networks(mine)) == 1 and len(own_networks(swept)) == 1
-    site.engine.remove(mine.id)
+    site.engine.remove(mine.id)  # kept for this worker's next sandbox …
+    assert len(own_networks(mine)) == 1
+    site.engine.release_networks()  # … until the worker stops
     site.engine_for("another-worker").remove(swept.id)  # a janitor sweeping a dead worker's
     assert own_networks(mine) == [] and own_networks(swept) == []
+
+
+def test_a_sandbox_network_serves_the_next_sandbox_never_two_at_once(site: Site) -> None:
+    """A removed sandbox's own network is the next one's (the peer already on it); two
+    sandboxes alive at once never share one; contacts are the new sandbox's."""
+    site.honeypot.ensure()
+    first, second = site.sandbox(), site.sandbox()
+    networks = [
+        set(site.engine.inspect(c.id)["NetworkSettings"]["Networks"]) for c in (first, second)
+    ]
+    assert not networks[0] & networks[1]
+    site.engine.remove(first.id)
+    third = site.sandbox()
+    assert set(site.engine.inspect(third.id)["NetworkSettings"]["Networks"]) == networks[0]
+    assert third.ip
+    since = time.time()
+    run(site.engine, third, fetch_raw("203.0.113.9"))
+    hits = contacts_of(site.honeypot, third.ip, since, want=1)
+    assert any(h.proto == "http" and h.dst == "203.0.113.9" for h in hits), hits
+    # a spare another worker pruned meanwhile: the next sandbox gets a new network
+    site.engine.remove(second.id)
+    spare = networks[1].pop()
+    site.engine.api.disconnect_container_from_network(site.honeypot.name, spare, force=True)
+    site.engine.api.remove_network(spare)
+    fourth = site.sandbox()
+    assert spare not in site.engine.inspect(fourth.id)["NetworkSettings"]["Networks"]
+    assert fourth.ip
 
 
 @pytest.mark.parametrize("round_", range(3))  # a race: give it more than one chance
@@ -388,3 +418,156 @@ def test_a_worker_without_its_honeypot_is_not_ready_until_it_has_one(
         docker_client.close()
         store.forget_worker(worker)
         client.close()
+
+
+CONTACTS = """
+import socket
+def tcp(address, port):
+    s = socket.socket(); s.settimeout(5)
+    try:
+        s.connect((address, port)); s.close(); return "connected"
+    except OSError as exc:
+        return type(exc).__name__
+out = [tcp("{raw}", {port}), tcp("{raw}", 22), tcp("{name}", {port})]
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.sendto(b"hello", ("{raw}", {port}))
+u.sendto(b"hello", ("{name}", {port} + 1))
+print(" ".join(out))
+"""
+
+
+def contacts_of(honeypot: Honeypot, source: str, since: float, want: int) -> list[Hit]:
+    deadline = time.monotonic() + 10
+    while True:
+        hits = honeypot.hits(source, since=since, until=time.time())
+        if len(hits) >= want or time.monotonic() > deadline:
+            return hits
+        time.sleep(0.3)
+
+
+def test_a_contact_with_any_address_is_recorded_as_the_sandboxs(site: Site) -> None:
+    """A raw IP or a name, TCP (a listened port or not) or UDP: each is on record, under
+    the address of the sandbox that made it and no other; none is left hanging."""
+    site.honeypot.ensure()
+    a, b = site.sandbox(), site.sandbox()
+    assert a.ip and b.ip
+    since = time.time()
+    raw, name, port = "203.0.113.7", "mirror.example.net", 4444
+    started = time.monotonic()
+    said = run(site.engine, a, fetch_raw(raw) + CONTACTS.format(raw=raw, name=name, port=port))
+    # refused at once by the honeypot's kernel or accepted: never a timeout
+    assert said.split()[-3:] == ["ConnectionRefusedError", "connected", "ConnectionRefusedError"]
+    assert said.split()[0] == "404"  # HTTP to a raw IP gets the honeypot's page
+    assert time.monotonic() - started < 10
+    hits = contacts_of(site.honeypot, a.ip, since, want=7)
+    seen = {(h.proto, h.dst if h.dst == raw else "honeypot", h.port) for h in hits}
+    assert {
+        ("http", raw, 80),
+        ("tcp", raw, port),
+        ("tcp", raw, 22),
+        ("udp", raw, port),
+        ("dns", "honeypot", 53),
+        ("tcp", "honeypot", port),
+        ("udp", "honeypot", port + 1),
+    } <= seen, seen
+    assert any(h.proto == "http" and h.path == "/raw-ip" for h in hits)
+    assert any(h.proto == "dns" and h.host == name for h in hits)
+    # the evidence says what was dialled
+    details = {e.detail for e in evidence(hits)}
+    assert f"TCP connection to {raw}:{port}" in details
+    assert f"UDP datagram to {raw}:{port}" in details
+    assert site.honeypot.hits(b.ip, since=since, until=time.time()) == []
+
+
+def fetch_raw(address: str) -> str:
+    return (
+        "import urllib.request, urllib.error\n"
+        "try:\n"
+        f"    urllib.request.urlopen('http://{address}/raw-ip', timeout=10)\n"
+        "except urllib.error.HTTPError as exc:\n"
+        "    print(exc.code)\n"
+    )
+
+
+def host_address() -> str:
+    """This host's address towards the outside (what a sandbox would dial to escape)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))  # picks the route, sends nothing
+        return str(probe.getsockname()[0])
+
+
+def test_no_address_of_the_host_is_reachable_with_or_without_the_honeypot(site: Site) -> None:
+    """Every address is the honeypot's: the host's own, dialled as a raw IP, answers from
+    the honeypot, and with the honeypot gone nothing answers (the host routes nothing)."""
+    import socket
+
+    site.honeypot.ensure()
+    sandbox = site.sandbox()
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("0.0.0.0", 0))
+        server.listen(4)
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        target = host_address()
+        since = time.time()
+        answer = run(site.engine, sandbox, PROBE.format(ip=target, port=port)).strip()
+        assert answer == "tcp-ConnectionRefusedError", answer  # the honeypot's refusal
+        hits = contacts_of(site.honeypot, str(sandbox.ip), since, want=2)
+        assert {(h.proto, h.dst) for h in hits} >= {("tcp", target), ("udp", target)}
+        site.engine.api.remove_container(site.honeypot.name, force=True)
+        answer = run(site.engine, sandbox, PROBE.format(ip=target, port=port)).strip()
+        assert answer != "tcp-connected", answer
+        with pytest.raises(BlockingIOError):
+            server.accept()  # the host never heard from the sandbox
+
+
+def race_worker(
+    deployment: str, network: str, name: str, barrier: Any, port: int
+) -> dict[str, str]:
+    """One worker process: start the honeypot with the others, then make a sandbox and
+    have it dial a raw IP; what it saw."""
+    engine = Engine(worker=f"racer-{port}", host="test", deployment=deployment)
+    honeypot = Honeypot(engine, network=network, image=IMAGE, name=name)
+    barrier.wait()
+    address = honeypot.ensure()
+    spec = SandboxSpec(image=IMAGE, network=network, dns=(address,))
+    sandbox = engine.create(
+        spec, name=f"proctor-test-{uuid.uuid4().hex[:12]}", labels={DEPLOYMENT_LABEL: deployment}
+    )
+    try:
+        said = run(engine, sandbox, PROBE.format(ip="198.51.100.9", port=port)).strip()
+        honeypot_id = str(engine.inspect(name)["Id"])
+        return {"address": address, "ip": str(sandbox.ip), "said": said, "id": honeypot_id}
+    finally:
+        engine.remove(sandbox.id)
+
+
+@pytest.mark.parametrize("round_", range(2))  # a race: give it more than one chance
+def test_worker_processes_racing_to_start_the_honeypot_all_get_it(site: Site, round_: int) -> None:
+    """Separate processes, each its own engine client, start together: every one ends with
+    the one honeypot, and every one's sandbox has the same network, on record."""
+    import multiprocessing
+
+    count = 4
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Manager().Barrier(count)
+    since = time.time()
+    with context.Pool(count) as pool:
+        results = pool.starmap(
+            race_worker,
+            [
+                (site.deployment, site.network, site.honeypot.name, barrier, 6100 + i)
+                for i in range(count)
+            ],
+        )
+    assert len({r["id"] for r in results}) == 1, results
+    assert all(r["said"] == "tcp-ConnectionRefusedError" for r in results), results
+    api = site.engine.api
+    assert [n["Name"] for n in api.networks(names=[site.network])] == [site.network]
+    assert len(api.containers(all=True, filters={"name": f"^{site.honeypot.name}$"})) == 1
+    for i, result in enumerate(results):
+        hits = contacts_of(site.honeypot, result["ip"], since, want=1)
+        assert ("tcp", "198.51.100.9", 6100 + i) in {(h.proto, h.dst, h.port) for h in hits}

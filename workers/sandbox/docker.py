@@ -49,10 +49,17 @@ SANDBOX_NETWORK_LABEL = "org.proctor.sandbox-network"
 ICC_OPTION = "com.docker.network.bridge.enable_icc"
 # a bridge with no address of the host's on it: nothing on the host is one hop away
 NO_HOST_ADDRESS_OPTION = "com.docker.network.bridge.inhibit_ipv4"
+NO_MASQUERADE_OPTION = "com.docker.network.bridge.enable_ip_masquerade"
 SANDBOX_PREFIX = 29  # gateway, the peer, the sandbox: 8192 networks in a /16
 SUBNET_TRIES = 16
 NETWORK_PRUNE_AGE_S = 120.0  # younger networks may still be waiting for their sandbox
 SERVICE_START_S = 10.0
+SPARE_NETWORKS = 8  # sandbox networks kept per worker process for the next sandboxes
+# What a pooled sandbox's root server needs, and drops in each episode's process before any
+# code of the episode runs: becoming the episode's uid, signalling it, handing it its
+# directories and removing whatever it left, whatever modes it set.
+POOLED_CAPS = ("SETUID", "SETGID", "KILL", "CHOWN", "FOWNER", "DAC_OVERRIDE")
+POOLED_SERVER_MB = 32  # memory for the server beside the episode's own limit
 
 
 class SandboxError(Exception):
@@ -69,6 +76,10 @@ class ImageMissing(SandboxError):
 
 class ProtectionMissing(SandboxError):
     pass
+
+
+class NetworkGone(SandboxError):
+    """A spare sandbox network was removed meanwhile (pruned by another worker)."""
 
 
 class ExecStreamBroken(SandboxError):
@@ -88,6 +99,8 @@ class SandboxSpec:
     dns: tuple[str, ...] = ()
     user: str = "1000:1000"
     runtime: str | None = None
+    # a long-lived sandbox serving many episodes, each as a uid of its own (`pooled.py`)
+    pooled: bool = False
 
 
 @dataclass(slots=True)
@@ -128,6 +141,20 @@ class Container:
 
 
 @dataclass(frozen=True, slots=True)
+class Attached:
+    """A long-lived exec's socket; `handle` keeps the HTTP response that owns it alive."""
+
+    sock: socket.socket
+    handle: Any
+
+    def close(self) -> None:
+        with suppress(OSError):
+            self.sock.close()
+        with suppress(OSError):
+            self.handle.close()
+
+
+@dataclass(frozen=True, slots=True)
 class Isolation:
     """Sandboxes asking for a shared network get one of their own, `peer` their only other
     member: no path from one sandbox to another, whatever the bridge's firewall does."""
@@ -165,6 +192,12 @@ class Engine:
         self._lock = threading.Lock()
         self._isolation: dict[str, Isolation] = {}  # see `isolate`
         self._own_networks: dict[str, str] = {}  # sandbox container id → its own network
+        # A sandbox's own network outlives it, for the next sandbox: making one (a bridge,
+        # its firewall rules, the peer joining it) costs the engine more than the container
+        # itself. Own network → (the shared network it stands for, the peer's address).
+        self._network_of: dict[str, tuple[str, str]] = {}
+        self._spare_networks: dict[str, list[str]] = {}  # shared network → idle own ones
+        self._closed = False
 
     # ------------------------------------------------------------------ engine
 
@@ -208,19 +241,30 @@ class Engine:
         self, spec: SandboxSpec, *, name: str, labels: dict[str, str] | None = None
     ) -> Container:
         """Create and start a locked-down sandbox container."""
+        try:
+            return self._create(spec, name=name, labels=labels, reuse=True)
+        except NetworkGone:  # a spare network another worker pruned meanwhile: make one
+            return self._create(spec, name=name, labels=labels, reuse=False)
+
+    def _create(
+        self, spec: SandboxSpec, *, name: str, labels: dict[str, str] | None, reuse: bool
+    ) -> Container:
         started = time.monotonic()
-        uid, _, gid = spec.user.partition(":")
+        # a pooled sandbox's directories are root's until its server hands them to an episode
+        uid, _, gid = ("0:0" if spec.pooled else spec.user).partition(":")
+        memory_mb = spec.memory_mb + (POOLED_SERVER_MB if spec.pooled else 0)
         # exec: agents run scripts and compiled programs from their workspace
         tmpfs_opts = f"rw,exec,nosuid,nodev,size={spec.disk_mb}m"
-        network, dns, own_network = self._sandbox_network(spec, name)
+        network, dns, own_network, reused = self._sandbox_network(spec, name, reuse=reuse)
         host_config = self.api.create_host_config(
             network_mode=network,
             dns=dns,
             read_only=True,
             cap_drop=["ALL"],
+            cap_add=list(POOLED_CAPS) if spec.pooled else None,
             security_opt=["no-new-privileges"],
-            mem_limit=f"{spec.memory_mb}m",
-            memswap_limit=f"{spec.memory_mb}m",  # equal: no swap
+            mem_limit=f"{memory_mb}m",
+            memswap_limit=f"{memory_mb}m",  # equal: no swap
             nano_cpus=int(spec.cpus * 1e9),
             pids_limit=spec.pids,
             init=True,  # an init that reaps zombies, so they never eat the pids limit
@@ -264,7 +308,10 @@ class Engine:
             )
         except (DockerException, requests.exceptions.RequestException) as exc:
             if own_network:
+                self._forget_network(own_network)
                 self._remove_sandbox_network(own_network)
+            if reused and isinstance(exc, NotFound):
+                raise NetworkGone(own_network) from exc
             raise _wrap(exc, f"create sandbox from {spec.image}") from exc
         container_id = str(created["Id"])
         if own_network:
@@ -273,6 +320,10 @@ class Engine:
         try:
             self.api.start(container_id)
         except (DockerException, requests.exceptions.RequestException) as exc:
+            if reused and isinstance(exc, NotFound):  # its network went meanwhile
+                self._forget_network(own_network)
+                self.remove(container_id)
+                raise NetworkGone(own_network) from exc
             self.remove(container_id)
             raise _wrap(exc, f"start sandbox {name}") from exc
         ip = None
@@ -287,7 +338,9 @@ class Engine:
         with self._lock:
             own_networks = [self._own_networks.pop(container_id, "")]
         if not own_networks[0]:  # made by another process (a dead worker's, swept)
-            own_networks = self._sandbox_networks_of(container_id)
+            with self._lock:
+                ours = set(self._network_of)  # its network may serve one of ours by now
+            own_networks = [n for n in self._sandbox_networks_of(container_id) if n not in ours]
         try:
             self.api.remove_container(container_id, force=True, v=True)
         except NotFound:
@@ -298,6 +351,32 @@ class Engine:
         except (DockerException, requests.exceptions.RequestException) as exc:
             log.warning("could not remove container %s: %s", container_id[:12], exc)
         for network in own_networks:
+            if not self._keep_spare(network):
+                self._remove_sandbox_network(network)
+
+    def _keep_spare(self, network: str) -> bool:
+        """Keep a removed sandbox's own network for the next one, if few are kept yet."""
+        with self._lock:
+            shared = self._network_of.get(network, ("", ""))[0]
+            spare = self._spare_networks.setdefault(shared, [])
+            if not shared or self._closed or len(spare) >= SPARE_NETWORKS:
+                self._network_of.pop(network, None)
+                return False
+            spare.append(network)
+            return True
+
+    def _forget_network(self, network: str) -> None:
+        with self._lock:
+            self._network_of.pop(network, None)
+
+    def release_networks(self) -> None:
+        """Remove the spare sandbox networks (at a worker's stop)."""
+        with self._lock:
+            self._closed = True
+            spare = [n for networks in self._spare_networks.values() for n in networks]
+            self._spare_networks.clear()
+        for network in spare:
+            self._forget_network(network)
             self._remove_sandbox_network(network)
 
     def inspect(self, container_id: str) -> dict[str, Any]:
@@ -454,21 +533,39 @@ class Engine:
         with self._lock:
             self._isolation[network] = Isolation(peer=peer, subnets=pool)
 
-    def _sandbox_network(self, spec: SandboxSpec, name: str) -> tuple[str, list[str] | None, str]:
-        """Network mode and DNS servers for a new sandbox, and its own network if one is made."""
+    def _sandbox_network(
+        self, spec: SandboxSpec, name: str, *, reuse: bool
+    ) -> tuple[str, list[str] | None, str, bool]:
+        """Network mode and DNS servers for a new sandbox, its own network if it has one, and
+        whether that network served a sandbox before (one at a time, never two at once)."""
         if spec.network == "none":
-            return "none", None, ""
+            return "none", None, "", False
         with self._lock:
             isolation = self._isolation.get(spec.network)
+            spare = self._spare_networks.get(spec.network)
+            reused = spare.pop() if spare and reuse else None
+            peer_ip = self._network_of[reused][1] if reused else ""
         if isolation is None:  # the shared network alone: its members cannot reach each other
-            return spec.network, list(spec.dns) or None, ""
+            return spec.network, list(spec.dns) or None, "", False
+        if reused:
+            return reused, [peer_ip], reused, True
         network, peer_ip = self._create_sandbox_network(f"{name}-net", isolation, sandbox=name)
-        return network, [peer_ip], network
+        with self._lock:
+            self._network_of[network] = (spec.network, peer_ip)
+        return network, [peer_ip], network, False
 
     def _create_sandbox_network(
         self, name: str, isolation: Isolation, *, sandbox: str
     ) -> tuple[str, str]:
-        """An internal /29 of its own with the peer on it; its name and the peer's address."""
+        """A /29 of its own with the peer on it; its name and the peer's address.
+
+        The sandbox's default route is the network's gateway, an address nobody on the host
+        owns (no host address on the bridge) and the peer answers for, so a packet to any
+        address reaches the peer and nothing else. Not Docker-`internal`: that drops, on the
+        host, every frame whose destination is outside the subnet — the very packets the
+        peer must see (a raw IP). Nothing can leave either way: the host owns no address
+        here to route through, masquerading is off, and the peer forwards nothing.
+        """
         labels = {
             MANAGED_LABEL: "1",
             DEPLOYMENT_LABEL: self.deployment,
@@ -484,11 +581,11 @@ class Engine:
                 self.api.create_network(
                     name,
                     driver="bridge",
-                    internal=True,
+                    internal=False,
                     ipam=ipam,
                     labels=labels,
                     check_duplicate=True,
-                    options={NO_HOST_ADDRESS_OPTION: "true"},
+                    options={NO_HOST_ADDRESS_OPTION: "true", NO_MASQUERADE_OPTION: "false"},
                 )
             except APIError as exc:
                 if exc.status_code == 403 and "overlap" in str(exc.explanation):
@@ -506,8 +603,9 @@ class Engine:
             f"no free /{SANDBOX_PREFIX} in {isolation.subnets} after {SUBNET_TRIES} draws"
         )
 
-    def _remove_sandbox_network(self, network: str) -> None:
-        """Disconnect whatever is left on a sandbox's own network (its peer), then remove it.
+    def _remove_sandbox_network(self, network: str, *, peers: set[str] | None = None) -> None:
+        """Disconnect whatever is left on a sandbox's own network (its peer; with `peers`,
+        those only: a sandbox that joined meanwhile keeps it), then remove it.
 
         The engine may still be releasing the sandbox's endpoint a moment after the removal
         of the container returned ("active endpoints"): then look again, a few times.
@@ -515,7 +613,9 @@ class Engine:
         for attempt in range(4):
             try:
                 members = self.api.inspect_network(network).get("Containers") or {}
-                for member in members:
+                for member, about in members.items():
+                    if peers is not None and about.get("Name") not in peers:
+                        continue
                     with suppress(NotFound):  # gone already: done
                         self.api.disconnect_container_from_network(member, network, force=True)
                 self.api.remove_network(network)
@@ -541,30 +641,36 @@ class Engine:
         except (DockerException, requests.exceptions.RequestException) as exc:
             log.warning("could not find the networks of %s: %s", container_id[:12], exc)
             return []
-        return [str(n["Id"]) for n in listed]
+        return [str(n["Name"]) for n in listed]
 
     def prune_sandbox_networks(self) -> int:
-        """Remove this deployment's sandbox networks whose sandbox is gone (a worker killed
-        between making one and removing it); how many went."""
+        """Remove this deployment's sandbox networks that no sandbox is on (a worker killed
+        between making one and removing it, or the spares of a worker that stopped); how
+        many went. A live worker's spare may go too: it makes another when it finds it gone."""
         try:
             listed = self.api.networks(
                 filters={"label": [SANDBOX_NETWORK_LABEL, f"{DEPLOYMENT_LABEL}={self.deployment}"]}
             )
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, "list sandbox networks") from exc
+        with self._lock:
+            peers = {isolation.peer for isolation in self._isolation.values()}
+            mine = set(self._network_of)
         removed = 0
         for network in listed:
             if time.time() - _age(network)[0] < NETWORK_PRUNE_AGE_S:
                 continue  # its sandbox may be being made right now
-            sandbox = (network.get("Labels") or {}).get(SANDBOX_NETWORK_LABEL, "")
-            try:
-                self.api.inspect_container(sandbox)
+            if network.get("Name") in mine:
                 continue
+            try:
+                members = self.api.inspect_network(network["Id"]).get("Containers") or {}
             except NotFound:
-                pass
+                continue
             except (DockerException, requests.exceptions.RequestException) as exc:
-                raise _wrap(exc, f"inspect {sandbox}") from exc
-            self._remove_sandbox_network(str(network["Id"]))
+                raise _wrap(exc, f"inspect network {network.get('Name')}") from exc
+            if any(m.get("Name") not in peers for m in members.values()):
+                continue  # a sandbox is on it
+            self._remove_sandbox_network(str(network["Id"]), peers=peers)
             removed += 1
         return removed
 
@@ -578,9 +684,11 @@ class Engine:
         user: str,
         sysctls: dict[str, str],
         labels: dict[str, str],
+        cap_add: list[str] | None = None,
     ) -> dict[str, Any]:
         """A long-running helper container (the honeypot), one per engine, running and on
-        `network` (an id); its inspect.
+        `network` (an id); its inspect. `cap_add`: the only capabilities it gets (in its own
+        namespaces: the honeypot sets up its own routing with them, then drops them).
 
         Many workers may call this at once: a name conflict means another made it, so we
         use theirs; one that is not running is started, never removed (it may be another
@@ -604,6 +712,7 @@ class Engine:
                     user=user,
                     sysctls=sysctls,
                     labels=labels,
+                    cap_add=cap_add,
                 )
             problem = ""
             try:
@@ -645,11 +754,13 @@ class Engine:
         user: str,
         sysctls: dict[str, str],
         labels: dict[str, str],
+        cap_add: list[str] | None = None,
     ) -> None:
         host_config = self.api.create_host_config(
             network_mode=network,
             read_only=True,
             cap_drop=["ALL"],
+            cap_add=cap_add or None,
             security_opt=["no-new-privileges"],
             sysctls=sysctls,
             mem_limit="128m",
@@ -716,6 +827,18 @@ class Engine:
         return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
 
     # ------------------------------------------------------------------ exec
+
+    def attach(self, container_id: str, argv: list[str], *, user: str) -> Attached:
+        """Start a long-lived process in the container: its stdin and its output (Docker's
+        stdout/stderr frames) over one socket. Closing it ends the process's stdin."""
+        try:
+            exec_id = self.api.exec_create(
+                container_id, argv, stdin=True, stdout=True, stderr=True, user=user
+            )["Id"]
+            raw = self.api.exec_start(exec_id, socket=True)
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"exec in {container_id[:12]}") from exc
+        return Attached(sock=getattr(raw, "_sock", raw), handle=raw)
 
     def exec(
         self,

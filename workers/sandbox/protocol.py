@@ -166,6 +166,11 @@ class ListingResult(Result):
     stdout: str  # what `pwd; ls -A` prints
 
 
+class SentResult(Result):
+    kind = "sent"
+    packets: int | None  # sent by the sandbox's network interfaces so far (None: unreadable)
+
+
 class RunnerError(Result):
     """An operation raised inside the sandbox: which one, with what exception and errno."""
 
@@ -293,9 +298,30 @@ class Listing(Op[ListingResult]):
     root: str = WORKSPACE
 
 
+class Sent(Op[SentResult]):
+    """How many packets the sandbox has sent (its interfaces' counters; loopback aside): a
+    sandbox whose count did not move contacted nothing, so its honeypot log is not read.
+    The counters are the kernel's, read-only to the code under test."""
+
+    kind = "sent"
+
+
 OPS: dict[str, type[Op[Any]]] = {
     cls.kind: cls
-    for cls in (Write, Remove, Untar, Run, KillAll, Read, Find, MakeDir, Scrub, Snapshot, Listing)
+    for cls in (
+        Write,
+        Remove,
+        Untar,
+        Run,
+        KillAll,
+        Read,
+        Find,
+        MakeDir,
+        Scrub,
+        Snapshot,
+        Listing,
+        Sent,
+    )
 }
 RESULTS: dict[str, type[Result]] = {
     cls.kind: cls
@@ -311,6 +337,7 @@ RESULTS: dict[str, type[Result]] = {
         ScrubResult,
         SnapshotResult,
         ListingResult,
+        SentResult,
         RunnerError,
     )
 }
@@ -443,3 +470,10 @@ class Results:
 
     def ran(self, op: Op[Any]) -> bool:
         return self.program.id_of(op) in self.reply.results
+
+    def sent(self, before: Sent, after: Sent) -> int | None:
+        """Packets the sandbox sent between two `Sent` operations (None: not known)."""
+        first, last = self.result(before), self.result(after)
+        if first is None or last is None or first.packets is None or last.packets is None:
+            return None
+        return last.packets - first.packets

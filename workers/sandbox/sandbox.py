@@ -39,11 +39,15 @@ RUNNER_MAX_REPLY = 64 << 20
 RECLAIM_HEADROOM_MB = 64
 
 
+ASSETS = Path(__file__).with_name("assets")
+
+
 @cache
-def runner_source() -> bytes:
-    """The protocol's source, then the runner's: one script, sharing the definitions."""
-    runner = Path(__file__).with_name("assets") / "runner.py"
-    return Path(protocol.__file__).read_bytes() + b"\n\n" + runner.read_bytes()
+def runner_source(entry: str = "main()") -> bytes:
+    """The protocol's source, then the runner's, then `entry`: one script, sharing the
+    definitions (the pooled server's entry is its own source, `assets/pool_server.py`)."""
+    parts = [Path(protocol.__file__).read_bytes(), (ASSETS / "runner.py").read_bytes()]
+    return b"\n\n".join([*parts, entry.encode()]) + b"\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,7 +310,7 @@ class Sandbox:
         """The exception for a runner that failed: the engine's view of the sandbox is the
         evidence of who made it fail."""
         if evidence.usage is None and evidence.errno is None:
-            evidence = replace(evidence, usage=self.engine.usage(self.container.id))
+            evidence = replace(evidence, usage=self.usage())
         if kill:
             try:
                 self.kill_all()
@@ -338,11 +342,15 @@ class Sandbox:
             else Evidence(errno=error.errno, exception=error.exception, detail=error.message)
         )
         if evidence.errno is None and evidence.exception is None:
-            evidence = replace(evidence, usage=self.engine.usage(self.container.id))
+            evidence = replace(evidence, usage=self.usage())
         failure = classify(evidence)
         if failure.ours:
             return SandboxError(failure.reason)
         return RunnerBroken(failure)
+
+    def usage(self) -> Usage:
+        """The engine's view of the sandbox: the evidence of who made its runner fail."""
+        return self.engine.usage(self.container.id)
 
     def kill_all(self) -> None:
         """SIGKILL every process of the sandbox user, whatever session it escaped to."""

@@ -35,6 +35,8 @@ from workers.sandbox.protocol import (
     RunResult,
     Scrub,
     ScrubResult,
+    Sent,
+    SentResult,
     Snapshot,
     SnapshotResult,
     Untar,
@@ -67,6 +69,7 @@ OPS: list[Op[Any]] = [
     Scrub(names=["conftest.py"], keep=["tests/conftest.py"]),
     Snapshot(paths=["tests/"], max_bytes=5),
     Listing(root="/workspace"),
+    Sent(),
 ]
 RESULTS: list[Result] = [
     WriteResult(written=2),
@@ -90,6 +93,7 @@ RESULTS: list[Result] = [
     ScrubResult(removed=["conftest.py"]),
     SnapshotResult(files={"tests/test_a.py": "def test(): pass\n"}),
     ListingResult(stdout="/workspace\na.py\n"),
+    SentResult(packets=3),
     RunnerError(op="run", exception="BlockingIOError", detail="fork", errno=errno.EAGAIN),
 ]
 

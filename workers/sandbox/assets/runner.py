@@ -54,6 +54,8 @@ if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, d
         RunResult,
         Scrub,
         ScrubResult,
+        Sent,
+        SentResult,
         Snapshot,
         SnapshotResult,
         Untar,
@@ -526,6 +528,19 @@ def op_mkdir(op: MakeDir) -> MakeDirResult:
     return MakeDirResult(path=op.path)
 
 
+def op_sent(op: Sent) -> SentResult:
+    total = 0
+    try:
+        for name in os.listdir("/sys/class/net"):
+            if name == "lo":
+                continue
+            with open("/sys/class/net/%s/statistics/tx_packets" % name) as handle:
+                total += int(handle.read())
+    except (OSError, ValueError):
+        return SentResult(packets=None)
+    return SentResult(packets=total)
+
+
 def op_killall(op: KillAll) -> KillAllResult:
     return killall(empty_scratch=op.empty_scratch)
 
@@ -542,6 +557,7 @@ HANDLERS: dict[str, Callable[[Any], Result]] = {
     "scrub": op_scrub,
     "snapshot": op_snapshot,
     "listing": op_listing,
+    "sent": op_sent,
 }
 
 
@@ -573,6 +589,3 @@ def main() -> None:
     results, error = execute(ops)
     sys.stdout.write(Reply(nonce=nonce, results=results, error=error).encode())
     sys.stdout.flush()
-
-
-main()

@@ -1,0 +1,67 @@
+"""The one-shot suite again, on a deployment with pooled isolation: the same rewards and
+verdicts for the same episodes (HumanEval's 164 canonical and broken solutions, abuse,
+early exits, exhausted resources), each episode's sandbox reported as pooled, and a task
+that asks for a container of its own gets one.
+
+The tests are the default mode's own, imported: pytest runs them here with this module's
+`service_url`, a service whose workers serve one-shot episodes from pooled sandboxes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.conftest import running_service
+from tests.e2e.helpers import episode, run
+from tests.e2e.test_assert_grading import (  # noqa: F401
+    test_a_correct_solution_passes,
+    test_a_wrong_solution_fails,
+    test_ending_the_run_before_the_last_assertion_fails,
+    test_stdin_stdout_cases,
+)
+from tests.e2e.test_grading import (  # noqa: F401
+    ADD,
+    test_correct_solution_earns_reward_one,
+    test_exit_zero_at_import_does_not_pass,
+    test_fork_bomb_is_contained,
+    test_gradual_memory_growth_is_oom,
+    test_infinite_loop_times_out,
+    test_memory_bomb_is_oom,
+    test_network_is_unreachable,
+    test_output_flood_is_truncated,
+    test_partial_scoring_pays_the_fraction,
+    test_planted_conftest_does_not_force_a_pass,
+    test_planted_report_does_not_count,
+    test_syntax_error_is_a_compile_error,
+    test_writes_outside_the_workspace_fail,
+    test_wrong_solution_earns_zero,
+)
+from tests.e2e.test_humaneval import test_canonical_solutions_pass_and_broken_ones_fail  # noqa: F401
+from tests.e2e.test_resource_exhaustion import (  # noqa: F401
+    test_oneshot_forking_leftover_is_graded,
+    test_oneshot_honest_background_process_still_passes,
+    test_oneshot_many_empty_files,
+    test_oneshot_runner_killed_by_the_code_under_test,
+    test_oneshot_tmpfs_filled_to_the_memory_limit,
+)
+
+
+@pytest.fixture(scope="module")
+def service_url(
+    redis_url: str, docker_ready: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("pooled") / "service.log"
+    with running_service(redis_url, log, PROCTOR_ISOLATION="pooled") as url:
+        yield url
+
+
+def test_episodes_run_pooled_unless_the_task_asks_for_a_container(http: httpx.Client) -> None:
+    pooled = run(http, episode(ADD))
+    assert (pooled["verdict"], pooled["sandbox"]["isolation"]) == ("passed", "pooled")
+    body = episode(ADD)
+    body["task"]["isolation"] = "container"
+    own = run(http, body)
+    assert (own["verdict"], own["sandbox"]["isolation"]) == ("passed", "container")

@@ -1,0 +1,386 @@
+"""Pooled isolation: long-lived sandboxes, each serving one episode after another.
+
+A pooled sandbox is a locked-down container like any other (no network unless the task's
+policy gives it the honeypot's, read-only root, no new privileges, its own memory, cpu and
+pids limits) whose root server (`assets/pool_server.py`) stays attached to this worker.
+An episode is one line to the server and one line back: no container to create, start and
+remove, and no `docker exec`. The server runs each episode as a fresh uid in its own
+session, with its own 0700 workspace, home and temporary directory and its rlimits, kills
+whatever it started at its end, removes its files and checks that nothing is left.
+
+A sandbox serves one episode at a time — concurrent episodes are in different containers,
+so they share no process table, files or memory cgroup — and is thrown away after
+`episodes` episodes, after any anomaly the server reports (a process or a file that
+survived cleaning, memory exhausted), or when its server stops answering.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import select
+import threading
+import time
+import uuid
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any
+
+from core.defaults import POOL_IDLE_DRAIN_S
+from workers.sandbox.docker import (
+    FRAME_HEADER,
+    POOL_LABEL,
+    Attached,
+    Container,
+    Engine,
+    SandboxError,
+    SandboxSpec,
+    Usage,
+)
+from workers.sandbox.protocol import EXIT_NO_MEMORY, Program, Reply, Results
+from workers.sandbox.sandbox import (
+    ASSETS,
+    BOOT,
+    RUNNER_GRACE_S,
+    RUNNER_MAX_REPLY,
+    SIGKILLED,
+    Evidence,
+    Sandbox,
+    runner_source,
+)
+
+log = logging.getLogger(__name__)
+
+SERVER_START_S = 20.0
+# the cgroup's OOM kill count: cgroup v1's file, then v2's
+OOM_COUNTS = "cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events"
+NOFILE = 1024
+
+
+class ServerGone(Exception):
+    """The server's stream closed, broke or said nothing in time."""
+
+
+class ServerStream:
+    """Lines from a pooled server's stdout, read out of Docker's stdout/stderr frames."""
+
+    def __init__(self, attached: Attached) -> None:
+        self.attached = attached
+        self._buffer = bytearray()  # undecoded frames
+        self._stdout = bytearray()  # stdout not yet returned as a line
+        self.stderr = bytearray()  # the server's own complaints, for the log
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            self.attached.sock.sendall(json.dumps(message).encode() + b"\n")
+        except OSError as exc:
+            raise ServerGone(f"cannot write to the server: {exc}") from exc
+
+    def receive(self, deadline: float) -> dict[str, Any]:
+        while True:
+            end = self._stdout.find(b"\n")
+            if end >= 0:
+                line = bytes(self._stdout[:end])
+                del self._stdout[: end + 1]
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ServerGone("the server answered with something else than an object")
+                return data
+            if len(self._stdout) > RUNNER_MAX_REPLY:
+                raise ServerGone("the server's answer is too large")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ServerGone("the server did not answer in time")
+            sock = self.attached.sock
+            try:
+                readable, _, _ = select.select([sock], [], [], remaining)
+                chunk = sock.recv(1 << 16) if readable else None
+            except OSError as exc:
+                raise ServerGone(f"the server's stream broke: {exc}") from exc
+            if chunk == b"":
+                raise ServerGone("the server's stream closed")
+            if chunk:
+                self._feed(chunk)
+
+    def _feed(self, chunk: bytes) -> None:
+        buffer = self._buffer
+        buffer += chunk
+        while len(buffer) >= FRAME_HEADER.size:
+            kind, size = FRAME_HEADER.unpack_from(buffer)
+            if len(buffer) < FRAME_HEADER.size + size:
+                return
+            payload = buffer[FRAME_HEADER.size : FRAME_HEADER.size + size]
+            del buffer[: FRAME_HEADER.size + size]
+            if kind == 1:
+                self._stdout += payload
+            elif len(self.stderr) < 1 << 16:
+                self.stderr += payload
+
+    def close(self) -> None:
+        self.attached.close()
+
+
+@dataclass(slots=True)
+class PooledRunner:
+    """One pooled sandbox and its attached server."""
+
+    container: Container
+    stream: ServerStream
+    served: int = 0
+    recycle: str | None = None  # why it must not serve another episode
+    last_used: float = field(default_factory=time.monotonic)
+
+
+class PooledSandbox(Sandbox):
+    """A `Sandbox` whose programs run as one episode of a pooled sandbox's server.
+
+    Failures are classified like a fresh sandbox's (`sandbox.classify`), from what the
+    server saw: its episode process's exit status, a timeout, memory exhausted. The
+    server itself runs as root out of the episode's reach: if it dies, the kernel's OOM
+    killer did it (memory exhausted) or it is our failure.
+    """
+
+    def __init__(self, engine: Engine, runner: PooledRunner, *, episode_id: str) -> None:
+        super().__init__(engine, runner.container, episode_id=episode_id)
+        self.runner = runner
+        self._status: dict[str, Any] = {}
+
+    def _program(self, program: Program, *, timeout_s: float) -> Results:
+        runner = self.runner
+        if self._status or runner.recycle:
+            # the server empties the sandbox after each program: an episode is one program
+            raise SandboxError(f"pooled sandbox {self.container.name} already served this episode")
+        nonce = secrets.token_hex(16)
+        spec = self.container.spec
+        runner.served += 1
+        message = {
+            "request": program.request(nonce).decode(),
+            "timeout_s": timeout_s,
+            "limits": {
+                "RLIMIT_NPROC": spec.pids,
+                "RLIMIT_NOFILE": NOFILE,
+                "RLIMIT_FSIZE": spec.disk_mb << 20,
+                "RLIMIT_CORE": 0,
+                # a backstop: the server's deadline ends the episode first
+                "RLIMIT_CPU": int(timeout_s * max(spec.cpus, 1.0)) + 10,
+            },
+        }
+        try:
+            runner.stream.send(message)
+            status = runner.stream.receive(time.monotonic() + timeout_s + RUNNER_GRACE_S)
+        except (ServerGone, ValueError) as exc:
+            self._status = {"lost": True}
+            runner.recycle = str(exc)
+            raise self._server_lost(str(exc)) from exc
+        if "error" in status:
+            self._status = status
+            runner.recycle = str(status["error"])
+            raise SandboxError(f"the pooled sandbox's server failed: {status['error']}")
+        self._status = status
+        runner.recycle = status.get("recycle") or None
+        if runner.recycle:
+            log.info(
+                "episode %s pooled sandbox %s: recycled: %s",
+                self.episode_id,
+                self.container.name,
+                runner.recycle,
+            )
+        if status.get("timed_out"):
+            raise self.broken(Evidence(timed_out=True, detail="no reply in time"))
+        exit_code = status.get("exit_code")
+        stderr = str(status.get("stderr", ""))[-500:]
+        try:
+            data = json.loads(status.get("reply") or "null")
+            if isinstance(data, dict) and data.get("nonce") != nonce:
+                raise self.broken(Evidence(forged=True, exit_code=exit_code))
+            if not isinstance(data, dict):
+                raise ValueError("no reply")
+            reply = Reply.decode(data)
+        except ValueError as exc:
+            raise self.broken(
+                Evidence(
+                    exit_code=exit_code,
+                    exception="MemoryError" if exit_code == EXIT_NO_MEMORY else None,
+                    detail=stderr or f"no reply (exit {exit_code})",
+                )
+            ) from exc
+        return Results(program, reply)
+
+    def _server_lost(self, detail: str) -> Exception:
+        """The server gave no answer: the sandbox's end, the OOM killer, or ours. The server
+        runs as root, so the code under test cannot signal it; the kernel's OOM killer can
+        (tmpfs pages belong to no process, so a full /tmp makes the largest process, the
+        server, its choice), and the sandbox's cgroup counts what it killed."""
+        log.warning(
+            "episode %s pooled sandbox %s: server lost (%s); its stderr: %r",
+            self.episode_id,
+            self.container.name,
+            detail,
+            bytes(self.runner.stream.stderr[-500:]),
+        )
+        try:
+            usage = self.engine.usage(self.container.id)
+            kills = self._oom_kills() if usage.running else None
+        except SandboxError as exc:
+            return exc
+        if kills:
+            usage = replace(usage, memory_hits=max(usage.memory_hits or 0, kills))
+            return self.broken(Evidence(usage=usage, exit_code=SIGKILLED, detail=detail))
+        return self.broken(Evidence(usage=usage, detail=f"the pooled sandbox's server: {detail}"))
+
+    def _oom_kills(self) -> int | None:
+        """How many processes the OOM killer ended in this sandbox (its cgroup's count; a
+        pooled sandbox is replaced after any, so these are this episode's)."""
+        result = self.engine.exec(self.container.id, ["sh", "-c", OOM_COUNTS], timeout_s=10)
+        for line in result.stdout.decode(errors="replace").splitlines():
+            name, _, value = line.partition(" ")
+            if name == "oom_kill" and value.strip().isdigit():
+                return int(value)
+        return None
+
+    def usage(self) -> Usage:
+        """This episode's view: the memory limit hit during it, not in the sandbox's life."""
+        status = self._status
+        return Usage(
+            running=True,
+            oom_killed=bool(status.get("oom_killed")),
+            memory_hits=int(status.get("memory_hits") or 0),
+        )
+
+    def reclaim(self) -> bool:
+        return False  # a pooled sandbox that ran out of memory is thrown away instead
+
+    def kill_all(self) -> None:
+        """Nothing to do: the server killed the episode's processes before answering."""
+
+    def oom_killed(self) -> bool:
+        return bool(self._status.get("oom_killed"))
+
+
+@cache
+def server_source() -> bytes:
+    return runner_source((ASSETS / "pool_server.py").read_text(encoding="utf-8"))
+
+
+class RunnerPool:
+    """The pooled sandboxes of one worker process, by spec: idle ones wait for an episode."""
+
+    def __init__(self, engine: Engine, *, episodes: int, spare: int = 1, threads: int = 2) -> None:
+        self.engine = engine
+        self.episodes = episodes  # served by one sandbox before it is replaced
+        self.spare = spare  # idle sandboxes kept started per spec
+        self._idle: dict[SandboxSpec, deque[PooledRunner]] = {}
+        self._pending: dict[SandboxSpec, int] = {}
+        self._last_used: dict[SandboxSpec, float] = {}
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pooled")
+        self._closed = False
+
+    def acquire(self, spec: SandboxSpec, *, episode_id: str) -> tuple[PooledSandbox, bool]:
+        """A pooled sandbox for one episode, and whether it was already started."""
+        with self._lock:
+            self._last_used[spec] = time.monotonic()
+            idle = self._idle.get(spec)
+            runner = idle.popleft() if idle else None
+        self._refill(spec)
+        warm = runner is not None
+        if runner is None:
+            runner = self._start(spec)
+        return PooledSandbox(self.engine, runner, episode_id=episode_id), warm
+
+    def release(self, sandbox: PooledSandbox) -> None:
+        """Back to the pool when its server says it is clean; thrown away otherwise."""
+        runner = sandbox.runner
+        if runner.recycle is None and runner.served < self.episodes:
+            runner.last_used = time.monotonic()
+            with self._lock:
+                if not self._closed:
+                    self._idle.setdefault(runner.container.spec, deque()).append(runner)
+                    return
+        self._discard(runner)
+        self._refill(runner.container.spec)
+
+    def prewarm(self, spec: SandboxSpec) -> None:
+        with self._lock:
+            self._last_used[spec] = time.monotonic()
+        self._refill(spec)
+
+    def drain_idle(self, idle_s: float = POOL_IDLE_DRAIN_S) -> int:
+        """Throw away the idle sandboxes of specs nobody asked for in `idle_s`."""
+        now = time.monotonic()
+        with self._lock:
+            stale = [s for s, t in self._last_used.items() if now - t > idle_s]
+            drained = [r for s in stale for r in self._idle.pop(s, ())]
+            for spec in stale:
+                self._last_used.pop(spec, None)
+        for runner in drained:
+            self._discard(runner)
+        return len(drained)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            runners = [r for idle in self._idle.values() for r in idle]
+            self._idle.clear()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        for runner in runners:
+            self._remove(runner)
+
+    def _start(self, spec: SandboxSpec) -> PooledRunner:
+        container = self.engine.create(
+            spec, name=f"proctor-pooled-{uuid.uuid4().hex[:12]}", labels={POOL_LABEL: "pooled"}
+        )
+        try:
+            attached = self.engine.attach(
+                container.id, ["python3", "-I", "-S", "-c", BOOT], user="0:0"
+            )
+            stream = ServerStream(attached)
+            source = server_source()
+            attached.sock.sendall(b"%d\n" % len(source) + source)
+            ready = stream.receive(time.monotonic() + SERVER_START_S)
+            if ready.get("ready") is not True:
+                raise ServerGone(f"the server did not start: {ready}")
+        except (ServerGone, OSError, ValueError) as exc:
+            self.engine.remove(container.id)
+            raise SandboxError(f"pooled sandbox from {spec.image}: {exc}") from exc
+        except SandboxError:
+            self.engine.remove(container.id)
+            raise
+        return PooledRunner(container=container, stream=stream)
+
+    def _refill(self, spec: SandboxSpec) -> None:
+        if self.spare <= 0 or self._closed:
+            return
+        with self._lock:
+            missing = self.spare - len(self._idle.get(spec, ())) - self._pending.get(spec, 0)
+            self._pending[spec] = self._pending.get(spec, 0) + max(missing, 0)
+        for _ in range(missing):
+            self._executor.submit(self._make, spec)
+
+    def _make(self, spec: SandboxSpec) -> None:
+        try:
+            runner = self._start(spec)
+        except SandboxError as exc:
+            log.warning("pooled sandboxes: could not start one from %s: %s", spec.image, exc)
+            return
+        finally:
+            with self._lock:
+                self._pending[spec] -= 1
+        with self._lock:
+            if not self._closed:
+                self._idle.setdefault(spec, deque()).append(runner)
+                return
+        self._remove(runner)
+
+    def _discard(self, runner: PooledRunner) -> None:
+        if self._closed:
+            self._remove(runner)
+        else:
+            self._executor.submit(self._remove, runner)
+
+    def _remove(self, runner: PooledRunner) -> None:
+        runner.stream.close()
+        self.engine.remove(runner.container.id)
