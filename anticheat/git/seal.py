@@ -25,6 +25,7 @@ import base64
 import hashlib
 import io
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -32,7 +33,7 @@ import tarfile
 import tempfile
 import threading
 from collections import OrderedDict
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from proctor.models import RepoSnapshot
 
@@ -182,7 +183,10 @@ class _Sealer:
                             f"the archive unpacks to more than {MAX_UNPACKED_BYTES >> 20} MiB "
                             f"or {MAX_MEMBERS} files"
                         )
-                tar.extractall(self.upload, members=members, filter="data")
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(self.upload, members=members, filter="data")
+                else:  # Python < 3.11.4 (Debian's 3.11.2): the same checks by hand
+                    tar.extractall(self.upload, members=[data_member(m) for m in members])
         except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
             if isinstance(exc, SealRefused):
                 raise
@@ -333,3 +337,24 @@ class _Sealer:
 
 def _decode(value: str) -> bytes:
     return base64.b64decode(value.encode("ascii").translate(None, b" \t\n\r\x0b\x0c"))
+
+
+def data_member(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    """What tarfile's `data` filter does to a member, for Pythons that lack it: nothing
+    outside the destination, no special files, no links out, no owner or odd modes."""
+    name = member.name
+    if name.startswith("/") or ".." in PurePosixPath(name).parts:
+        raise SealRefused(f"the archive has a member outside it: {name}")
+    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+        raise SealRefused(f"the archive has a special file: {name}")
+    if member.issym() or member.islnk():
+        base = PurePosixPath(name).parent if member.issym() else PurePosixPath()
+        target = posixpath.normpath(str(base / member.linkname))
+        if member.linkname.startswith("/") or target == ".." or target.startswith("../"):
+            raise SealRefused(f"the archive has a link out of it: {name}")
+    member.uid, member.gid, member.uname, member.gname = os.getuid(), os.getgid(), "", ""
+    executable = member.mode & 0o100
+    member.mode = (
+        (0o755 if member.isdir() or executable else 0o644) if not member.issym() else 0o777
+    )
+    return member

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from proctor.dataset import sink_files
-from tests.conftest import REPO_ROOT, running_service
+from tests.conftest import REPO_ROOT, claimed_database, running_service
 from tests.e2e.helpers import episode
 
 pytestmark = [pytest.mark.docker, pytest.mark.redis]
@@ -32,13 +32,17 @@ def sink_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def url(
-    redis_url: str, docker_ready: None, sink_dir: Path, tmp_path_factory: pytest.TempPathFactory
+    docker_ready: None, sink_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     log = tmp_path_factory.mktemp("service") / "service.log"
-    # a sink file holds one or two of these rows before it rotates
-    with running_service(
-        redis_url, log, PROCTOR_SINK_DIR=str(sink_dir), PROCTOR_SINK_MAX_BYTES="4096"
-    ) as service:
+    # a Redis database of its own (the session's service would run these episodes, without
+    # the sink); a sink file holds one or two of these rows before it rotates
+    with (
+        claimed_database() as redis_url,
+        running_service(
+            redis_url, log, PROCTOR_SINK_DIR=str(sink_dir), PROCTOR_SINK_MAX_BYTES="4096"
+        ) as service,
+    ):
         yield service
 
 

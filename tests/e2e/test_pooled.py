@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.conftest import running_service
+from tests.conftest import claimed_database, running_service
 from tests.e2e.helpers import episode, run
 from tests.e2e.test_assert_grading import (  # noqa: F401
     test_a_correct_solution_passes,
@@ -50,11 +50,14 @@ from tests.e2e.test_resource_exhaustion import (  # noqa: F401
 
 
 @pytest.fixture(scope="module")
-def service_url(
-    redis_url: str, docker_ready: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
+def service_url(docker_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    # a Redis database of its own: the session's service would take these episodes (and
+    # share identical requests' results)
     log = tmp_path_factory.mktemp("pooled") / "service.log"
-    with running_service(redis_url, log, PROCTOR_ISOLATION="pooled") as url:
+    with (
+        claimed_database() as redis_url,
+        running_service(redis_url, log, PROCTOR_ISOLATION="pooled") as url,
+    ):
         yield url
 
 

@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from proctor.integrations.trl import make_reward_func
-from tests.conftest import free_port, running_service
+from tests.conftest import claimed_database, free_port, running_service
 
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
 SUB = "a, b = map(int, input().split())\nprint(a - b)\n"
@@ -315,13 +315,15 @@ def table() -> str:
 
 
 @pytest.fixture(scope="module")
-def endpoints(
-    redis_url: str, docker_ready: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Endpoints]:
-    """A service of its own, with the second port (the session's has none)."""
+def endpoints(docker_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoints]:
+    """A service of its own, with the second port (the session's has none), on a Redis
+    database of its own (the session's workers would take its episodes)."""
     port = free_port()
     log: Path = tmp_path_factory.mktemp("shapes") / "service.log"
-    with running_service(redis_url, log, PROCTOR_SANDBOXFUSION_PORT=str(port)) as url:
+    with (
+        claimed_database() as redis_url,
+        running_service(redis_url, log, PROCTOR_SANDBOXFUSION_PORT=str(port)) as url,
+    ):
         yield Endpoints(api=url, sandboxfusion=f"http://127.0.0.1:{port}")
 
 

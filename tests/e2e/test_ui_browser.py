@@ -2,12 +2,14 @@
 against a running service (API + workers) with real episodes: sign in, pages load,
 filters work, a cheat's episode shows its evidence, sandbox output stays text.
 
-Screenshots go to a temporary directory printed at the end (docs/img/episode-page.png
-is one of them).
+Screenshots go to a temporary directory printed at the end; with
+PROCTOR_UPDATE_SCREENSHOTS=1 the episode page's also replaces the README's picture
+(docs/img/episode-page.png).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -17,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import running_service
+from tests.conftest import claimed_database, running_service
 from tests.e2e.helpers import episode, run
 from tests.e2e.test_interactive import bash, finish, repo, start, task  # noqa: F401
 
@@ -32,11 +34,13 @@ WRONG = "def add(a, b):\n    return a * b\n"
 
 
 @pytest.fixture(scope="module")
-def service(
-    redis_url: str, docker_ready: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
+def service(docker_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("ui-service") / "service.log"
-    with running_service(redis_url, log, PROCTOR_API_TOKENS=TOKEN) as url:
+    # a Redis database of its own: the session's workers would take its episodes
+    with (
+        claimed_database() as redis_url,
+        running_service(redis_url, log, PROCTOR_API_TOKENS=TOKEN) as url,
+    ):
         yield url
 
 
@@ -144,8 +148,8 @@ def test_a_cheats_episode_shows_its_evidence_as_text(
     assert page.evaluate("typeof window.pwned") == "undefined"
     path = shots / "episode-page.png"
     page.screenshot(path=str(path), full_page=True)
-    docs = Path(__file__).resolve().parents[2] / "docs" / "img"
-    if docs.is_dir():  # the README's picture, refreshed by each run
+    if os.environ.get("PROCTOR_UPDATE_SCREENSHOTS"):  # the README's picture, on request
+        docs = Path(__file__).resolve().parents[2] / "docs" / "img"
         shutil.copyfile(path, docs / "episode-page.png")
 
 

@@ -4,8 +4,10 @@ left in the bytes of its `.git` (objects, packs, deltas, refs, logs), or refused
 from __future__ import annotations
 
 import base64
+import io
 import shutil
 import subprocess
+import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -235,3 +237,48 @@ def test_the_sealed_repository_works_for_honest_git(tmp_path: Path) -> None:
     assert git(out, "rev-parse", "HEAD") == mine
     assert git(out, "tag") == "" and git(out, "branch", "-a") == "* main"
     assert "fatal" not in git(out, "fsck")
+
+
+@pytest.fixture(params=["data filter", "no data filter"])
+def filters(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of unpacking safely: tarfile's `data` filter, and the checks by hand that
+    Pythons without it (before 3.11.4, as Debian's 3.11.2 in the service image) get."""
+    if request.param == "no data filter":
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    return str(request.param)
+
+
+@pytest.mark.parametrize("name", [next(iter(SHAPES)), "linked worktree in the main repository"])
+def test_shapes_seal_with_either_unpacking(name: str, filters: str, tmp_path: Path) -> None:
+    up = upstream(tmp_path)
+    build, _ = SHAPES[name]
+    tree = build(up, tmp_path)
+    sealed = seal(RepoSnapshot(archive=archive_of(tree), base_commit=up.base, branch="main"))
+    out = unpack(sealed.archive or "", tmp_path / "sealed")
+    assert git(out, "rev-parse", "HEAD") == up.base
+    assert scan(out, up.future_objects()) == []
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        ("../escaped", tarfile.REGTYPE, ""),
+        ("/etc/escaped", tarfile.REGTYPE, ""),
+        ("link", tarfile.SYMTYPE, "../../etc/passwd"),
+        ("absolute-link", tarfile.SYMTYPE, "/etc/passwd"),
+        ("fifo", tarfile.FIFOTYPE, ""),
+    ],
+)
+def test_an_archive_member_that_leaves_it_is_refused(
+    member: tuple[str, bytes, str], filters: str, tmp_path: Path
+) -> None:
+    name, kind, target = member
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo(name)
+        info.type, info.linkname = kind, target
+        tar.addfile(info, io.BytesIO(b"") if kind == tarfile.REGTYPE else None)
+    archive = base64.b64encode(buffer.getvalue()).decode()
+    with pytest.raises(SealRefused):
+        seal(RepoSnapshot(archive=archive, base_commit="0" * 40, branch="main"))
+    assert not (tmp_path.parent / "escaped").exists()
