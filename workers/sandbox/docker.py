@@ -616,7 +616,9 @@ class Engine:
                 for member, about in members.items():
                     if peers is not None and about.get("Name") not in peers:
                         continue
-                    with suppress(NotFound):  # gone already: done
+                    # gone already, or the engine no longer counts it connected: either
+                    # way removing the network is what is left to do
+                    with suppress(NotFound, APIError):
                         self.api.disconnect_container_from_network(member, network, force=True)
                 self.api.remove_network(network)
                 return
