@@ -57,7 +57,7 @@ print(json.dumps({
 @pytest.fixture
 def pool() -> Iterator[RunnerPool]:
     engine = Engine(worker="pooled-test", host="test", deployment=f"test-{uuid.uuid4().hex[:8]}")
-    runners = RunnerPool(engine, episodes=50, spare=0)
+    runners = RunnerPool(engine, episodes=50, size=0)
     try:
         yield runners
     finally:

@@ -20,16 +20,12 @@ import json
 import logging
 import secrets
 import select
-import threading
 import time
 import uuid
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from core.defaults import POOL_IDLE_DRAIN_S
 from workers.sandbox.docker import (
     FRAME_HEADER,
     POOL_LABEL,
@@ -40,6 +36,7 @@ from workers.sandbox.docker import (
     SandboxSpec,
     Usage,
 )
+from workers.sandbox.pool import StartedPool
 from workers.sandbox.protocol import EXIT_NO_MEMORY, Program, Reply, Results
 from workers.sandbox.sandbox import (
     ASSETS,
@@ -131,7 +128,6 @@ class PooledRunner:
     stream: ServerStream
     served: int = 0
     recycle: str | None = None  # why it must not serve another episode
-    last_used: float = field(default_factory=time.monotonic)
 
 
 class PooledSandbox(Sandbox):
@@ -265,27 +261,19 @@ def server_source() -> bytes:
     return runner_source((ASSETS / "pool_server.py").read_text(encoding="utf-8"))
 
 
-class RunnerPool:
-    """The pooled sandboxes of one worker process, by spec: idle ones wait for an episode."""
+class RunnerPool(StartedPool[PooledRunner]):
+    """The pooled sandboxes of one worker process, by spec: idle ones wait for an episode
+    (`size` of them kept started per spec); each serves `episodes` before it is replaced."""
 
-    def __init__(self, engine: Engine, *, episodes: int, spare: int = 1, threads: int = 2) -> None:
-        self.engine = engine
-        self.episodes = episodes  # served by one sandbox before it is replaced
-        self.spare = spare  # idle sandboxes kept started per spec
-        self._idle: dict[SandboxSpec, deque[PooledRunner]] = {}
-        self._pending: dict[SandboxSpec, int] = {}
-        self._last_used: dict[SandboxSpec, float] = {}
-        self._lock = threading.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pooled")
-        self._closed = False
+    what = "pooled"
+
+    def __init__(self, engine: Engine, *, episodes: int, size: int = 1, threads: int = 2) -> None:
+        super().__init__(engine, size=size, threads=threads)
+        self.episodes = episodes
 
     def acquire(self, spec: SandboxSpec, *, episode_id: str) -> tuple[PooledSandbox, bool]:
         """A pooled sandbox for one episode, and whether it was already started."""
-        with self._lock:
-            self._last_used[spec] = time.monotonic()
-            idle = self._idle.get(spec)
-            runner = idle.popleft() if idle else None
-        self._refill(spec)
+        runner = self._take(spec)
         warm = runner is not None
         if runner is None:
             runner = self._start(spec)
@@ -294,40 +282,11 @@ class RunnerPool:
     def release(self, sandbox: PooledSandbox) -> None:
         """Back to the pool when its server says it is clean; thrown away otherwise."""
         runner = sandbox.runner
-        if runner.recycle is None and runner.served < self.episodes:
-            runner.last_used = time.monotonic()
-            with self._lock:
-                if not self._closed:
-                    self._idle.setdefault(runner.container.spec, deque()).append(runner)
-                    return
+        spec = runner.container.spec
+        if runner.recycle is None and runner.served < self.episodes and self._keep(spec, runner):
+            return
         self._discard(runner)
-        self._refill(runner.container.spec)
-
-    def prewarm(self, spec: SandboxSpec) -> None:
-        with self._lock:
-            self._last_used[spec] = time.monotonic()
         self._refill(spec)
-
-    def drain_idle(self, idle_s: float = POOL_IDLE_DRAIN_S) -> int:
-        """Throw away the idle sandboxes of specs nobody asked for in `idle_s`."""
-        now = time.monotonic()
-        with self._lock:
-            stale = [s for s, t in self._last_used.items() if now - t > idle_s]
-            drained = [r for s in stale for r in self._idle.pop(s, ())]
-            for spec in stale:
-                self._last_used.pop(spec, None)
-        for runner in drained:
-            self._discard(runner)
-        return len(drained)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            runners = [r for idle in self._idle.values() for r in idle]
-            self._idle.clear()
-        self._executor.shutdown(wait=True, cancel_futures=True)
-        for runner in runners:
-            self._remove(runner)
 
     def _start(self, spec: SandboxSpec) -> PooledRunner:
         container = self.engine.create(
@@ -351,36 +310,6 @@ class RunnerPool:
             raise
         return PooledRunner(container=container, stream=stream)
 
-    def _refill(self, spec: SandboxSpec) -> None:
-        if self.spare <= 0 or self._closed:
-            return
-        with self._lock:
-            missing = self.spare - len(self._idle.get(spec, ())) - self._pending.get(spec, 0)
-            self._pending[spec] = self._pending.get(spec, 0) + max(missing, 0)
-        for _ in range(missing):
-            self._executor.submit(self._make, spec)
-
-    def _make(self, spec: SandboxSpec) -> None:
-        try:
-            runner = self._start(spec)
-        except SandboxError as exc:
-            log.warning("pooled sandboxes: could not start one from %s: %s", spec.image, exc)
-            return
-        finally:
-            with self._lock:
-                self._pending[spec] -= 1
-        with self._lock:
-            if not self._closed:
-                self._idle.setdefault(spec, deque()).append(runner)
-                return
-        self._remove(runner)
-
-    def _discard(self, runner: PooledRunner) -> None:
-        if self._closed:
-            self._remove(runner)
-        else:
-            self._executor.submit(self._remove, runner)
-
-    def _remove(self, runner: PooledRunner) -> None:
-        runner.stream.close()
-        self.engine.remove(runner.container.id)
+    def _remove(self, item: PooledRunner) -> None:
+        item.stream.close()
+        self.engine.remove(item.container.id)
