@@ -6,11 +6,15 @@ The first `intercept` wins over any `review`, which wins over `allow`; the verdi
 the rule, its category and the evidence. Screening never raises on agent input: what
 cannot be parsed is reviewed, with the reason saying so. One-shot solutions are screened
 file by file with `screen_files`.
+
+An action that runs a script it did not write (`bash x.sh`, `python t.py`, `./run`, `make`)
+names it in `Screening.facts.runs`; the caller reads those files and screens again with
+`scripts={path: text}`, so what the script runs is judged as if the action ran it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from anticheat.analysis.facts import Facts, analyze
@@ -61,9 +65,13 @@ def screen(
     *,
     git: GitOracle | None = None,
     disabled: Iterable[str] = frozenset(),
+    scripts: Mapping[str, str | None] | None = None,
 ) -> ScreenVerdict:
-    """Decide whether one agent action may run as is."""
-    return screen_detailed(action, task, git=git, disabled=disabled, first_only=True).verdict
+    """Decide whether one agent action may run as is. `scripts`: the text of the files it
+    runs as scripts (`Facts.runs`), by path; None for one that could not be read in full."""
+    return screen_detailed(
+        action, task, git=git, disabled=disabled, first_only=True, scripts=scripts
+    ).verdict
 
 
 def screen_detailed(
@@ -73,10 +81,23 @@ def screen_detailed(
     git: GitOracle | None = None,
     disabled: Iterable[str] = frozenset(),
     first_only: bool = False,
+    scripts: Mapping[str, str | None] | None = None,
 ) -> Screening:
     """Like `screen`, with the parsed facts and every rule that fired (unless first_only)."""
     off = disabled if isinstance(disabled, (set, frozenset)) else frozenset(disabled)
-    facts = analyze(action)
+    if scripts:
+        return _with_scripts(action, task, git, off, first_only, scripts)
+    return _judge(action, analyze(action), task, git, off, first_only)
+
+
+def _judge(
+    action: Action,
+    facts: Facts,
+    task: TaskContext | None,
+    git: GitOracle | None,
+    off: Iterable[str],
+    first_only: bool,
+) -> Screening:
     ctx = Ctx(facts, task or _EMPTY_TASK, git)
     hits: list[Hit] = []
     first_review: Hit | None = None
@@ -103,6 +124,31 @@ def screen_detailed(
             reason=f"{decisive.rule.id}: {decisive.evidence}",
         )
     return Screening(verdict, tuple(hits), facts)
+
+
+def _with_scripts(
+    action: Action,
+    task: TaskContext | None,
+    git: GitOracle | None,
+    off: Iterable[str],
+    first_only: bool,
+    scripts: Mapping[str, str | None],
+) -> Screening:
+    """Screen with the scripts' text; when it is their text that decides, the reason says
+    which command ran which script (`python t.py` ran `git log --all`)."""
+    alone = screen_detailed(action, task, git=git, disabled=off, first_only=True).verdict
+    facts = analyze(action, scripts)
+    found = _judge(action, facts, task, git, off, first_only)
+    verdict = found.verdict
+    if verdict.decision is not Decision.allow and (
+        alone.decision is not verdict.decision or alone.rule != verdict.rule
+    ):
+        read = [r for r in facts.runs if r.path in scripts]
+        via = ", ".join(dict.fromkeys(f"`{r.how}`" for r in read)) or "a script"
+        verdict = verdict.model_copy(
+            update={"reason": f"{verdict.reason} — run by {via}, screened as the file is now"}
+        )
+    return Screening(verdict, found.hits, facts)
 
 
 def screen_files(

@@ -40,6 +40,7 @@ __all__ = [
     "EvidenceSource",
     "Limits",
     "NetworkPolicy",
+    "NewProtectedFiles",
     "Observation",
     "Policy",
     "ReadFileAction",
@@ -255,6 +256,13 @@ class NetworkPolicy(StrEnum):
     honeypot = "honeypot"
 
 
+class NewProtectedFiles(StrEnum):
+    """What grading does with a file the agent added under a protected directory."""
+
+    grade = "grade"  # it runs beside the hidden tests (a new regression test is honest work)
+    remove = "remove"  # it is deleted before the hidden tests run
+
+
 class Isolation(StrEnum):
     """How a one-shot episode is kept apart from others, weakest first."""
 
@@ -276,6 +284,12 @@ class Policy(_Request):
         False,
         description="a hit of a rule whose level is `attempt` (a probe structure made "
         "harmless) makes the episode a cheat too, not only a step penalty",
+    )
+    new_protected_files: NewProtectedFiles = Field(
+        NewProtectedFiles.grade,
+        description="a file the agent added under a protected directory: `grade` runs it "
+        "beside the hidden tests, `remove` deletes it before they run (listed in the "
+        "integrity evidence as informational); never a cheat by itself",
     )
 
 

@@ -24,14 +24,26 @@ SHELL_STATE = "/tmp/.proctor-shell"
 ACTION_ENV = {"HOME": "/home/sandbox", "LANG": "C.UTF-8", "TERM": "dumb"}
 
 
-def shell_command(command: str) -> str:
-    """Wrap a bash action so `cd` and `export` persist into the next one."""
+def shell_command(command: str, state: str = SHELL_STATE) -> str:
+    """Wrap a bash action so `cd` and `export` persist into the next one.
+
+    The exported variables are kept as NUL-separated NAME=value records and restored one by
+    one with `export`, never sourced: the agent can write the file (it is its own uid's),
+    and sourced text would run in the next action unscreened. A name must be an identifier
+    (an array subscript in it would be evaluated)."""
+    restore = (
+        f"[ -f {state}/env ] && while IFS= read -r -d '' kv; do "
+        '[[ ${kv%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && export -- "$kv" 2>/dev/null; '
+        f"done < {state}/env; "
+    )
+    save = (  # the EXIT trap's text: no single quote in it
+        f"pwd > {state}/cwd; "
+        f'for v in $(compgen -e); do printf "%s=%s\\0" "$v" "${{!v}}"; done > {state}/env'
+    )
     return (
-        f"mkdir -p {SHELL_STATE}; "
-        f"[ -f {SHELL_STATE}/env ] && . {SHELL_STATE}/env >/dev/null 2>&1; "
-        f'cd "$(cat {SHELL_STATE}/cwd 2>/dev/null || echo /workspace)" 2>/dev/null '
-        "|| cd /workspace; "
-        f"trap 'pwd > {SHELL_STATE}/cwd; export -p > {SHELL_STATE}/env' EXIT\n"
+        f"mkdir -p {state}; {restore}"
+        f'cd "$(cat {state}/cwd 2>/dev/null || echo /workspace)" 2>/dev/null || cd /workspace; '
+        f"trap '{save}' EXIT\n"
         f"{command}\n"
     )
 

@@ -25,7 +25,7 @@ from anticheat.judge.client import Judge, JudgeOutcome, JudgeStatus
 from anticheat.response.replay import ResponseContext, respond
 from anticheat.rules import RULES
 from anticheat.rules.rule import Fallback, Level
-from anticheat.screen import screen, screen_files, task_context
+from anticheat.screen import GitOracle, screen, screen_detailed, screen_files, task_context
 from core.store import EpisodeRecord, EpisodeStore
 from proctor.models import (
     Action,
@@ -45,6 +45,7 @@ from workers.honeypot import Honeypot
 from workers.honeypot import evidence as honeypot_evidence
 from workers.sandbox.protocol import Run
 from workers.sandbox.sandbox import RunnerBroken, Sandbox
+from workers.script_files import read_scripts
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ def disabled_rules(patterns: Sequence[str]) -> frozenset[str]:
 
 ORACLE_TIMEOUT_S = 10.0
 MAX_SOLUTION_CHARS = 60_000
+# Rounds of reading scripts an action runs: a script read may name scripts it runs in turn.
+SCRIPT_ROUNDS = 3
 
 
 def sandbox_git(sandbox: Sandbox, base_commit: str) -> SandboxGitOracle:
@@ -97,7 +100,7 @@ class Guard:
         context = task_context(task)
         git = sandbox_git(sandbox, task.repo.base_commit) if task.repo else None
         disabled = disabled_rules(task.policy.disabled_rules)
-        verdict = screen(action, context, git=git, disabled=disabled)
+        verdict = self._screen(sandbox, action, context, git, disabled)
         review: str | None = None
         if verdict.decision is Decision.review:
             outcome = self._review_action(action, context, history, task.policy.judge)
@@ -138,6 +141,34 @@ class Guard:
             started_at=started,
         )
         return step, verdict
+
+    def _screen(
+        self,
+        sandbox: Sandbox,
+        action: Action,
+        context: TaskContext,
+        git: GitOracle | None,
+        disabled: frozenset[str],
+    ) -> ScreenVerdict:
+        """The rule filter's verdict; for an action that runs scripts it did not write
+        (`bash x.sh` after an earlier action wrote it), with their text as it is now."""
+        screening = screen_detailed(action, context, git=git, disabled=disabled, first_only=True)
+        scripts: dict[str, str | None] = {}
+        asked: set[str] = set()
+        for _ in range(SCRIPT_ROUNDS):
+            if screening.verdict.decision is Decision.intercept:
+                break
+            wanted = [r.path for r in screening.facts.runs if r.path not in asked]
+            if not wanted:
+                break
+            asked.update(wanted)
+            scripts.update(read_scripts(sandbox, wanted))
+            if not scripts:
+                break  # none of them is there: nothing more runs
+            screening = screen_detailed(
+                action, context, git=git, disabled=disabled, first_only=True, scripts=scripts
+            )
+        return screening.verdict
 
     def _review_action(
         self, action: Action, context: TaskContext, history: Sequence[Step], enabled: bool
@@ -258,7 +289,8 @@ def solution_text(files: dict[str, str]) -> str:
 def integrity_evidence(original: dict[str, str], now: dict[str, str]) -> list[Evidence]:
     """Protected files the agent changed or removed (they are restored anyway). A file it
     added is not evidence: a new regression test beside the task's is honest work (it is
-    graded beside the hidden tests, which are written over any file of theirs)."""
+    graded beside the hidden tests, which are written over any file of theirs, or removed
+    before they run: `added_evidence`)."""
     changed = sorted(p for p in original if now.get(p) != original[p])
     return [
         Evidence(
@@ -270,11 +302,33 @@ def integrity_evidence(original: dict[str, str], now: dict[str, str]) -> list[Ev
     ]
 
 
+# integrity evidence that only informs: it never makes a cheat, costs nothing, detects nothing
+PROTECTED_ADDED = "integrity.protected-added"
+
+
+def added_evidence(removed: Sequence[str]) -> list[Evidence]:
+    """Files the agent added under protected directories that grading removed (policy
+    `new_protected_files: remove`): on record, never a cheat by themselves."""
+    return [
+        Evidence(
+            source=EvidenceSource.integrity,
+            category=CheatCategory.other,
+            rule=PROTECTED_ADDED,
+            detail=f"protected file added, removed before grading: {p}"[:1000],
+        )
+        for p in removed
+    ]
+
+
+def is_informational(evidence: Evidence) -> bool:
+    return evidence.source is EvidenceSource.integrity and evidence.rule == PROTECTED_ADDED
+
+
 def is_cheat(evidence: Evidence, *, attempts_are_cheats: bool) -> bool:
     """Whether a piece of evidence makes the episode a cheat. Resource exhaustion never does:
     it is its own typed verdict (`oom`, `timeout`), the evidence beside it. A rule whose
     level is `attempt` does only when the task's policy says so."""
-    if evidence.category is CheatCategory.resource_abuse:
+    if evidence.category is CheatCategory.resource_abuse or is_informational(evidence):
         return False
     rule = _RULES_BY_ID.get(evidence.rule or "") if evidence.source is EvidenceSource.rule else None
     return rule is None or rule.level is Level.cheat or attempts_are_cheats
@@ -302,7 +356,11 @@ def apply_policy(
                 ),
             ]
     update: dict[str, Any] = {
-        "cheat": CheatReport(detected=bool(evidence), evidence=evidence, judge=judge_status),
+        "cheat": CheatReport(
+            detected=not all(map(is_informational, evidence)),
+            evidence=evidence,
+            judge=judge_status,
+        ),
         "step_rewards": [s.reward for s in steps],
     }
     deciding = [e for e in evidence if is_cheat(e, attempts_are_cheats=policy.attempts_are_cheats)]

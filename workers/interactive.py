@@ -37,7 +37,7 @@ from workers.evaluation.grading import (
     is_protected,
     steering_paths,
 )
-from workers.guard import apply_policy, integrity_evidence
+from workers.guard import added_evidence, apply_policy, integrity_evidence
 from workers.results import (
     broken_result,
     compile_failed,
@@ -297,6 +297,7 @@ def finish_interactive(
         evidence = integrity_evidence(
             {p: c for p, c in restore.items() if is_protected(p, task.protected_paths)}, left
         )
+        evidence += added_evidence(plan.removed(reply))
         sent = result_sent.packets if (result_sent := reply.result(counted)) else None
         evidence += rt.guard.network_evidence(sandbox, since=record.created, sent=sent)
         judged, judge_status = rt.guard.judge_trajectory(record, steps, diff)

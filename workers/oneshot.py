@@ -23,7 +23,7 @@ from proctor.models import (
 )
 from workers.actions import action_op, observation_of
 from workers.evaluation.grading import grading_plan, is_protected, steering_paths
-from workers.guard import apply_policy, solution_text
+from workers.guard import added_evidence, apply_policy, solution_text
 from workers.results import (
     broken_result,
     compile_failed,
@@ -151,7 +151,7 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
             oom = test.oom_killed or (test.exit_code in (-9, 137) and sandbox.oom_killed())
             outcome = score_test_run(test, task, oom_killed=oom)
             result = graded_result(record, outcome, test, steps, info, timings)
-        evidence = rt.guard.screen_solution(record)
+        evidence = rt.guard.screen_solution(record) + added_evidence(plan.removed(reply))
         evidence += rt.guard.network_evidence(
             sandbox, since=wall_started, sent=reply.sent(*counted)
         )

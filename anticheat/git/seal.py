@@ -10,6 +10,15 @@ tree), and that is what the sandbox unpacks. Nothing else of the upload survives
 refs, config, hooks, reflogs, index, packs or work tree. Pruning in place would trust git
 to find every way the upload keeps an object; a rebuild needs no such list.
 
+A submodule is sealed the same way at the commit its gitlink in the base tree names: its
+repository (found through the submodule's `.git` file or directory, else in the
+superproject's `.git/modules/<name>`, only inside the archive) gives the objects that commit
+reaches, rebuilt into a repository of its own at the submodule's path (a `.git` directory
+there, detached at the gitlink, no refs), and so on for its own submodules. None of its
+other history survives. A submodule the upload has no repository for (a clone without
+`--recurse-submodules`) stays an empty directory, as git itself leaves it; one whose
+repository lacks the gitlink's commit is refused.
+
 The upload is read with our own configuration only: git never runs inside the uploaded
 `.git` (whose config could name hooks, fsmonitor or filter programs), the alternates it
 borrows objects from are followed only inside the archive, a promisor pack never fetches,
@@ -41,6 +50,8 @@ __all__ = ["SealRefused", "SealUnavailable", "seal"]
 
 MAX_UNPACKED_BYTES = 2 << 30  # an upload that unpacks past this is refused, not sealed
 MAX_MEMBERS = 500_000
+MAX_SUBMODULES = 64  # in all, nested ones included
+MAX_SUBMODULE_DEPTH = 4
 GIT_TIMEOUT_S = 300.0
 CACHE_SIZE = 8  # a batch of rollouts of one task uploads one repository many times
 
@@ -118,6 +129,7 @@ class _Sealer:
             "GIT_COMMITTER_EMAIL": "proctor@invalid",
         }
         self.notes: list[str] = []  # what the upload's shape implies, for a refusal's reason
+        self.modules = 0  # submodules sealed so far
 
     def git(
         self, cwd: Path, *args: str, stdin: bytes | None = None, refuse: str | None = None
@@ -151,9 +163,12 @@ class _Sealer:
 
     def run(self) -> RepoSnapshot:
         self.git(self.tmp, "init", "-q", "--bare", "--template=", str(self.scratch))
+        gitdir: Path | None = None  # the upload's repository, for its submodules
+        worktree: Path | None = None  # and its work tree, where their `.git` may be
         if self.repo.archive is not None:
             self.unpack(_decode(self.repo.archive))
-            self.borrow(self.locate_objects())
+            gitdir, worktree = self.locate_gitdir()
+            self.borrow(self.objects_of(gitdir, self.scratch), self.scratch)
         else:
             assert self.repo.bundle is not None
             bundle = self.tmp / "upload.bundle"
@@ -167,7 +182,8 @@ class _Sealer:
                 "carry: a bundle made from a range)",
             )
         sha = self.resolve_base()
-        self.rebuild(sha)
+        self.rebuild(sha, self.scratch, self.out, self.repo.branch)
+        self.seal_submodules(self.out, sha, gitdir, worktree, depth=0)
         return RepoSnapshot(archive=self.pack_archive(), base_commit=sha, branch=self.repo.branch)
 
     def unpack(self, data: bytes) -> None:
@@ -192,22 +208,30 @@ class _Sealer:
                 raise
             raise SealRefused(f"the archive cannot be unpacked safely: {exc}") from None
 
-    def locate_objects(self) -> Path:
-        """The object directory of the repository at the archive's root (through a
-        `gitdir:` file and a worktree's `commondir`, both only inside the archive)."""
-        dot = self.upload / ".git"
-        if dot.is_file() and not dot.is_symlink():
+    def locate_gitdir(self) -> tuple[Path, Path | None]:
+        """The repository at the archive's root (through a `gitdir:` file, only inside the
+        archive), and its work tree (None: a bare repository)."""
+        gitdir = self.dot_git(self.upload, "the archive's")
+        if gitdir is not None:
+            return gitdir, self.upload
+        if (self.upload / "HEAD").is_file() and (self.upload / "objects").is_dir():
+            return self.upload, None  # a bare repository
+        raise SealRefused("the archive has no `.git` at its root (nor is it a bare repository)")
+
+    def dot_git(self, tree: Path, whose: str) -> Path | None:
+        """The repository `tree/.git` is or points to (a `gitdir:` file), inside the archive."""
+        dot = self.inside(tree, ".git", f"{whose} `.git`")
+        if dot.is_file():
             text = dot.read_text("utf-8", "replace").strip()
             if not text.startswith("gitdir:"):
-                raise SealRefused("the archive's `.git` is a file but not a `gitdir:` pointer")
-            gitdir = self.inside(self.upload, text.removeprefix("gitdir:").strip(), "`.git` file")
-            self.notes.append("`.git` is a gitdir file")
-        elif dot.is_dir():
-            gitdir = self.inside(self.upload, ".git", "`.git`")
-        elif (self.upload / "HEAD").is_file() and (self.upload / "objects").is_dir():
-            gitdir = self.upload  # a bare repository
-        else:
-            raise SealRefused("the archive has no `.git` at its root (nor is it a bare repository)")
+                raise SealRefused(f"{whose} `.git` is a file but not a `gitdir:` pointer")
+            self.notes.append(f"{whose} `.git` is a gitdir file")
+            return self.inside(dot.parent, text.removeprefix("gitdir:").strip(), f"{whose} `.git`")
+        return dot if dot.is_dir() else None
+
+    def objects_of(self, gitdir: Path, scratch: Path) -> Path:
+        """The object directory of a repository in the archive (through a worktree's
+        `commondir`, only inside the archive); its shallow boundary goes to `scratch`."""
         common = gitdir / "commondir"
         if common.is_file():
             gitdir = self.inside(gitdir, common.read_text().strip(), "worktree `commondir`")
@@ -220,7 +244,7 @@ class _Sealer:
             lines = shallow.read_text("ascii", "replace").split()
             if not all(_HEX_SHA.match(line) for line in lines):
                 raise SealRefused("the repository's `shallow` file is malformed")
-            (self.scratch / "shallow").write_text("".join(f"{line}\n" for line in lines))
+            (scratch / "shallow").write_text("".join(f"{line}\n" for line in lines))
             self.notes.append("a shallow clone")
         if any((objects / "pack").glob("*.promisor")):
             self.notes.append(
@@ -239,10 +263,10 @@ class _Sealer:
             )
         return target
 
-    def borrow(self, objects: Path) -> None:
-        """Point our scratch repository at the upload's object directories — its own and the
-        alternates it names inside the archive — with their alternates files removed, so git
-        follows nothing we did not check."""
+    def borrow(self, objects: Path, scratch: Path) -> None:
+        """Point a scratch repository of ours at the upload's object directories — its own
+        and the alternates it names inside the archive — with their alternates files
+        removed, so git follows nothing we did not check."""
         dirs: list[Path] = []
         pending = [objects]
         while pending and len(dirs) < 16:
@@ -270,7 +294,7 @@ class _Sealer:
                 shutil.rmtree(cached) if cached.is_dir() else cached.unlink()
         if len(dirs) > 1:
             self.notes.append("objects borrowed through alternates")
-        alternates = self.scratch / "objects" / "info" / "alternates"
+        alternates = scratch / "objects" / "info" / "alternates"
         alternates.parent.mkdir(parents=True, exist_ok=True)
         alternates.write_text("".join(f"{d}\n" for d in dirs))
 
@@ -291,9 +315,11 @@ class _Sealer:
             raise SealUnavailable(f"`git rev-parse` answered {sha!r}")
         return sha
 
-    def rebuild(self, sha: str) -> None:
+    def rebuild(self, sha: str, scratch: Path, out: Path, branch: str | None) -> None:
+        """A fresh repository at `out` with the objects `sha` reaches, checked out at it:
+        on `branch`, its one ref, or detached with no ref at all (a submodule)."""
         pack = self.git(
-            self.scratch,
+            scratch,
             "pack-objects",
             "--revs",
             "--stdout",
@@ -302,30 +328,116 @@ class _Sealer:
             stdin=f"{sha}\n".encode(),
             refuse="objects the base commit reaches are missing or corrupt in the upload",
         )
-        self.git(self.tmp, "init", "-q", "--template=", "-b", self.repo.branch, str(self.out))
-        self.git(self.out, "index-pack", "--stdin", stdin=pack)
-        shallow = self.scratch / "shallow"
+        self.git(self.tmp, "init", "-q", "--template=", "-b", branch or "main", str(out))
+        self.git(out, "index-pack", "--stdin", stdin=pack)
+        shallow = scratch / "shallow"
         if shallow.is_file():
             keep = [
                 line
                 for line in shallow.read_text().split()
                 if subprocess.run(
-                    ["git", "cat-file", "-e", line], cwd=self.out, env=self.env, check=False
+                    ["git", "cat-file", "-e", line], cwd=out, env=self.env, check=False
                 ).returncode
                 == 0
             ]
             if keep:
-                (self.out / ".git" / "shallow").write_text("".join(f"{s}\n" for s in keep))
+                (out / ".git" / "shallow").write_text("".join(f"{s}\n" for s in keep))
         self.git(
-            self.out,
+            out,
             "fsck",
             "--connectivity-only",
             "--no-dangling",
             "--no-progress",
             refuse="the base commit's history is incomplete in the upload",
         )
-        self.git(self.out, "update-ref", f"refs/heads/{self.repo.branch}", sha)
-        self.git(self.out, "checkout", "-q", "-f", self.repo.branch)
+        if branch is None:
+            self.git(out, "checkout", "-q", "-f", "--detach", sha)
+            return
+        self.git(out, "update-ref", f"refs/heads/{branch}", sha)
+        self.git(out, "checkout", "-q", "-f", branch)
+
+    def seal_submodules(
+        self, out: Path, sha: str, gitdir: Path | None, worktree: Path | None, *, depth: int
+    ) -> None:
+        """Each gitlink of `sha`'s tree, sealed at its commit into `out/<path>` from the
+        upload's repository of that submodule (`gitdir`, `worktree`: the upload's
+        repository and work tree whose submodules these are)."""
+        listing = self.git(out, "ls-tree", "-r", "-z", "--full-tree", sha)
+        links = []
+        for entry in listing.split(b"\0"):
+            meta, _, raw = entry.partition(b"\t")
+            if meta.startswith(b"160000 "):
+                links.append((raw.decode("utf-8", "surrogateescape"), meta.split()[2].decode()))
+        if not links:
+            return
+        if depth >= MAX_SUBMODULE_DEPTH:
+            raise SealRefused(f"submodules nest deeper than {MAX_SUBMODULE_DEPTH} levels")
+        names = self.submodule_names(out, sha)
+        for path, commit in links:
+            name, url = names.get(path, (path, None))
+            target = (out / path).resolve()
+            parts = path.split("/")
+            if out.resolve() not in target.parents or {"", ".", "..", ".git"} & set(parts):
+                raise SealRefused(f"the base tree has a submodule at an unsafe path: {path!r}")
+            found = self.submodule_gitdir(gitdir, worktree, path, name)
+            if found is None:
+                continue  # never cloned into the upload: an empty directory, as git leaves it
+            self.modules += 1
+            if self.modules > MAX_SUBMODULES:
+                raise SealRefused(f"the repository has more than {MAX_SUBMODULES} submodules")
+            self.notes.append(f"the submodule {path!r} at {commit[:12]}")
+            scratch = self.tmp / f"module-{self.modules}.git"
+            self.git(self.tmp, "init", "-q", "--bare", "--template=", str(scratch))
+            self.borrow(self.objects_of(found, scratch), scratch)
+            self.git(
+                scratch,
+                "cat-file",
+                "-e",
+                f"{commit}^{{commit}}",
+                refuse=f"the submodule {path!r} lacks the commit its gitlink in {sha[:12]} "
+                f"names ({commit}); upload its repository with that commit, or none at all",
+            )
+            self.rebuild(commit, scratch, target, None)
+            # initialized, as `git submodule init` leaves it: `git submodule` commands work
+            odd = f"the submodule name {name!r} in `.gitmodules` is not one git accepts"
+            self.git(out, "config", f"submodule.{name}.active", "true", refuse=odd)
+            if url and not url.startswith("-"):  # git refuses such a url itself
+                self.git(out, "config", f"submodule.{name}.url", url, refuse=odd)
+            inner = worktree / path if worktree is not None else None
+            self.seal_submodules(target, commit, found, inner, depth=depth + 1)
+
+    def submodule_names(self, out: Path, sha: str) -> dict[str, tuple[str, str | None]]:
+        """Path → (name, url), from the `.gitmodules` of `sha` (read by us, never run)."""
+        if not self.git(out, "ls-tree", "--name-only", sha, "--", ".gitmodules").strip():
+            return {}
+        pattern = r"^submodule\..*\.(path|url)$"
+        try:
+            found = self.git(
+                out, "config", "-z", "--blob", f"{sha}:.gitmodules", "--get-regexp", pattern
+            )
+        except SealUnavailable:  # no entry matched, or a `.gitmodules` git cannot parse
+            return {}
+        paths: dict[str, str] = {}
+        urls: dict[str, str] = {}
+        for record in found.split(b"\0"):
+            key, _, value = record.decode("utf-8", "surrogateescape").partition("\n")
+            name, _, field = key.removeprefix("submodule.").rpartition(".")
+            (paths if field == "path" else urls)[name] = value
+        return {path: (name, urls.get(name)) for name, path in paths.items()}
+
+    def submodule_gitdir(
+        self, gitdir: Path | None, worktree: Path | None, path: str, name: str
+    ) -> Path | None:
+        """The upload's repository of the submodule at `path`: its `.git` in the work tree,
+        else `modules/<name>` of the superproject's repository; None when it has none."""
+        if worktree is not None and (worktree / path).is_dir():
+            found = self.dot_git(worktree / path, f"the submodule {path!r}'s")
+            if found is not None:
+                return found
+        if gitdir is None:
+            return None
+        module = self.inside(gitdir, f"modules/{name}", f"submodule {name!r}'s repository")
+        return module if (module / "objects").is_dir() else None
 
     def pack_archive(self) -> str:
         buffer = io.BytesIO()

@@ -3,7 +3,9 @@
 By the time these operations run every process of the code under test has been killed,
 files it planted to steer pytest or the interpreter are removed (a conftest.py that forces
 passes, a sitecustomize.py, a `.pth`, a distribution's `entry_points.txt` registering a
-pytest plugin), and the task's own versions of protected files are written back. The test
+pytest plugin), and the task's own versions of protected files are written back. A file the
+agent added under a protected directory runs beside the hidden tests (a new regression test
+is honest work), or under policy `new_protected_files: remove` is deleted first. The test
 run gets a fresh HOME, no user site-packages, no script directory or cwd on `sys.path`
 (`PYTHONSAFEPATH`, junit runs only: an exit-code script may import its neighbours), and
 pytest options from the environment (`PYTEST_ADDOPTS`), so the report lands where we look
@@ -47,10 +49,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.languages import LANGUAGES
-from proctor.models import TaskSpec, TestFormat
+from proctor.models import NewProtectedFiles, TaskSpec, TestFormat
 from workers.evaluation import marker
 from workers.evaluation.seal import DEFENCES_NAME, defences_source, new_run, plugin_source
-from workers.sandbox.protocol import KillAll, MakeDir, Op, Run, Scrub, Write
+from workers.sandbox.protocol import WORKSPACE, KillAll, MakeDir, Op, Results, Run, Scrub, Write
 
 # Files that change how Python or pytest behave when merely present in the tree. A
 # distribution's metadata registers code through its `entry_points.txt` (the `*.dist-info`
@@ -85,6 +87,7 @@ CONFIG_FILES = frozenset(
     }
 )
 REPORT_NAME = "report.xml"
+EVERY_NAME = "*"  # a scrub's names match by suffix when they start with `*`: this is every file
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,33 @@ class GradingPlan:
     timeout_s: float
     compile: Run | None = None  # the compile run before it (compiled languages): if it
     # failed, its result is the one scored
+
+    def removed(self, reply: Results) -> list[str]:
+        """The files the agent added under protected directories that grading deleted
+        (policy `new_protected_files: remove`), as workspace paths: a steering file planted
+        there (removed first, under either policy) among them, the caches tools write aside."""
+        scrubs = [op for op in self.ops if isinstance(op, Scrub)]
+        directories = tuple(
+            op.root.removeprefix(WORKSPACE).strip("/") + "/"
+            for op in scrubs
+            if op.names == [EVERY_NAME]
+        )
+        paths: set[str] = set()
+        for op in scrubs if directories else []:
+            if (done := reply.result(op)) is None:
+                continue
+            if op.names == [EVERY_NAME]:
+                paths.update(
+                    op.root.removeprefix(WORKSPACE).strip("/") + "/" + p for p in done.removed
+                )
+            else:  # the steering scrub's paths are the workspace's already
+                paths.update(p for p in done.removed if p.startswith(directories))
+        return sorted(p for p in paths if not _is_cache(p))
+
+
+def _is_cache(path: str) -> bool:
+    parts = path.split("/")
+    return path.endswith(".pyc") or "__pycache__" in parts or ".pytest_cache" in parts
 
 
 def test_programs(task: TaskSpec) -> list[str]:
@@ -235,6 +265,8 @@ def _sealed_run(
     ]
     if restore:
         ops.append(Write(files=restore))
+    # after the restore: a protected directory the agent replaced by a link is a directory again
+    ops += added_removal(task, kept=keep | set(restore))
     ops += [
         Write(files=task.tests.files, binary=task.tests.binary_files),
         MakeDir(path=grader),
@@ -245,6 +277,23 @@ def _sealed_run(
         KillAll(),
     ]
     return ops
+
+
+def added_removal(task: TaskSpec, *, kept: set[str]) -> list[Scrub]:
+    """Under policy `remove`, one scrub per protected directory that deletes every file in it
+    but the task's own (`kept`: its restored and steering files); the hidden tests are written
+    after it. Under `grade` (the default) an added file runs beside the hidden tests."""
+    if task.policy.new_protected_files is not NewProtectedFiles.remove:
+        return []
+    directories = sorted({p for p in task.protected_paths if p.endswith("/")})
+    return [
+        Scrub(
+            names=[EVERY_NAME],
+            keep=sorted(p.removeprefix(d) for p in kept if p.startswith(d)),
+            root=f"{WORKSPACE}/{d.rstrip('/')}",
+        )
+        for d in directories
+    ]
 
 
 def steering_paths(paths: set[str] | dict[str, str]) -> set[str]:

@@ -282,3 +282,81 @@ def test_an_archive_member_that_leaves_it_is_refused(
     with pytest.raises(SealRefused):
         seal(RepoSnapshot(archive=archive, base_commit="0" * 40, branch="main"))
     assert not (tmp_path.parent / "escaped").exists()
+
+
+def superproject(up: Upstream, root: Path) -> tuple[Path, str, set[str]]:
+    """A superproject whose base pins the submodule `dep` (the upstream, future and tags
+    included in `.git/modules/dep`) at the upstream's base; the upload's checkout of `dep`
+    has moved on to the fix, and the superproject's own future bumps it there. Returns the
+    work tree, the superproject's base and every object of either future."""
+    work = root / "super"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    (work / "app.py").write_text("from dep.lib import f\n")
+    git(work, "submodule", "add", "-q", f"file://{up.path}", "dep")
+    git(work / "dep", "checkout", "-q", up.base)
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "app on dep at its base")
+    base = git(work, "rev-parse", "HEAD")
+    git(work / "dep", "checkout", "-q", up.future)
+    git(work, "commit", "-qam", "FUTURE-FIX: dep with the fix")
+    future = git(work, "rev-parse", "HEAD")
+    git(work, "reset", "-q", "--hard", base)  # the superproject back; dep's checkout stays
+    assert git(work / "dep", "rev-parse", "HEAD") == up.future
+    mine = {line.split()[0] for line in git(work, "rev-list", "--objects", future).splitlines()}
+    past = {line.split()[0] for line in git(work, "rev-list", "--objects", base).splitlines()}
+    return work, base, up.future_objects() | (mine - past)
+
+
+def test_a_submodule_is_sealed_at_its_gitlink(tmp_path: Path) -> None:
+    up = upstream(tmp_path)
+    work, base, future = superproject(up, tmp_path)
+    sealed = seal(RepoSnapshot(archive=archive_of(work), base_commit=base, branch="main"))
+    out = unpack(sealed.archive or "", tmp_path / "sealed")
+    dep = out / "dep"
+    assert git(out, "rev-parse", "HEAD") == base
+    assert git(dep, "rev-parse", "HEAD") == up.base  # detached at the gitlink
+    assert git(dep, "for-each-ref") == "" and git(dep, "reflog") == ""
+    assert (dep / "lib.py").read_text() == "def f():\n    return 1  # base\n"
+    assert len(git(dep, "log", "--oneline").splitlines()) == 2  # its past is whole
+    assert git(out, "status", "--porcelain") == ""
+    # initialized and clean: no `-` or `+` before the commit (`git` strips the leading space)
+    assert git(out, "submodule", "status").startswith(f"{up.base} dep")
+    git(out, "submodule", "update")  # nothing to fetch: the pinned commit is there
+    assert git(out, "diff", "--submodule=log", base) == ""
+    assert scan(out, future) == [] and scan(dep, future) == []
+    assert "fatal" not in git(dep, "fsck")
+
+
+def test_a_submodule_never_cloned_stays_empty(tmp_path: Path) -> None:
+    """A clone without `--recurse-submodules`: nothing to seal, as git leaves it."""
+    up = upstream(tmp_path)
+    work, base, future = superproject(up, tmp_path)
+    plain = tmp_path / "plain"
+    git(tmp_path, "clone", "-q", f"file://{work}", str(plain))
+    assert not any((plain / "dep").iterdir())
+    sealed = seal(RepoSnapshot(archive=archive_of(plain), base_commit=base, branch="main"))
+    out = unpack(sealed.archive or "", tmp_path / "sealed")
+    assert git(out, "rev-parse", "HEAD") == base
+    assert not any((out / "dep").iterdir())
+    assert git(out, "submodule", "status").startswith(f"-{up.base} dep")
+    assert scan(out, future) == []
+
+
+def test_a_submodule_without_its_gitlink_commit_is_refused(tmp_path: Path) -> None:
+    up = upstream(tmp_path)
+    work, base, _ = superproject(up, tmp_path)
+    modules = work / ".git/modules/dep"
+    shutil.rmtree(modules)  # a repository of dep that never had the pinned commit
+    git(tmp_path, "init", "-q", "--bare", str(modules))
+    (work / "dep/.git").write_text("gitdir: ../.git/modules/dep\n")
+    with pytest.raises(SealRefused, match="submodule 'dep' lacks the commit"):
+        seal(RepoSnapshot(archive=archive_of(work), base_commit=base, branch="main"))
+
+
+def test_a_submodule_repository_outside_the_archive_is_refused(tmp_path: Path) -> None:
+    up = upstream(tmp_path)
+    work, base, _ = superproject(up, tmp_path)
+    (work / "dep/.git").write_text(f"gitdir: {up.path}/.git\n")
+    with pytest.raises(SealRefused, match="outside the archive"):
+        seal(RepoSnapshot(archive=archive_of(work), base_commit=base, branch="main"))

@@ -1,0 +1,95 @@
+"""A repository with a submodule, over HTTP with a real sandbox: the agent gets a working
+checkout of the submodule at the commit its gitlink names, and none of its future."""
+
+from __future__ import annotations
+
+import base64
+import io
+import subprocess
+import tarfile
+from pathlib import Path
+
+import httpx
+
+ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "PATH": "/usr/bin:/bin",
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "protocol.file.allow=always", *args],
+        cwd=repo,
+        env={**ENV, "HOME": str(repo)},
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def test_the_agent_sees_the_submodule_at_its_gitlink_only(
+    http: httpx.Client, tmp_path: Path
+) -> None:
+    dep = tmp_path / "dep"
+    dep.mkdir()
+    git(dep, "init", "-q", "-b", "main")
+    (dep / "lib.py").write_text("def f():\n    return 1\n")
+    git(dep, "add", "-A")
+    git(dep, "commit", "-qm", "dep at its pin")
+    pinned = git(dep, "rev-parse", "HEAD")
+    (dep / "lib.py").write_text("def f():\n    return 42  # UPSTREAM-FUTURE\n")
+    git(dep, "commit", "-qam", "UPSTREAM-FUTURE of dep")
+    future = git(dep, "rev-parse", "HEAD")
+
+    work = tmp_path / "super"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    (work / "app.py").write_text("from dep.lib import f\n")
+    git(work, "submodule", "add", "-q", f"file://{dep}", "dep")
+    git(work / "dep", "checkout", "-q", pinned)
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "app on dep")
+    base = git(work, "rev-parse", "HEAD")
+    git(work / "dep", "checkout", "-q", future)  # the upload's checkout has moved on
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(work, arcname=".")
+
+    body = {
+        "mode": "interactive",
+        "task": {
+            "image": "python",
+            "repo": {"archive": base64.b64encode(buffer.getvalue()).decode(), "base_commit": base},
+            "tests": {"files": {"test_app.py": "def test_ok():\n    pass\n"}},
+            "limits": {"timeout_s": 30},
+            "policy": {"disabled_rules": ["*"]},  # the sealed snapshot itself, seen by real git
+        },
+    }
+    created = http.post("/v1/episodes", json=body)
+    assert created.status_code == 201, created.text
+    episode = created.json()["id"]
+
+    def bash(command: str) -> dict[str, object]:
+        step = http.post(
+            f"/v1/episodes/{episode}/actions", json={"type": "bash", "command": command}
+        )
+        assert step.status_code == 200, step.text
+        observation: dict[str, object] = step.json()["observation"]
+        return observation
+
+    assert bash("cat dep/lib.py")["output"] == "def f():\n    return 1\n"
+    assert bash("git -C dep rev-parse HEAD")["output"] == f"{pinned}\n"
+    assert str(bash("git submodule status")["output"]).startswith(f" {pinned} dep")
+    assert bash(f"git -C dep cat-file -t {future}")["exit_code"] != 0
+    seen = bash("git -C dep log --all --oneline; grep -rl UPSTREAM-FUTURE . .git dep/.git; true")
+    assert "UPSTREAM-FUTURE" not in str(seen["output"]), seen
+    assert bash("git status --porcelain")["output"] == ""
+    finished = http.post(f"/v1/episodes/{episode}/finish")
+    assert finished.status_code == 200, finished.text
+    assert finished.json()["reward"] == 1.0, finished.json()
