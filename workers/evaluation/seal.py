@@ -8,11 +8,15 @@ arms (see `assets/grader_plugin.py` for what that does and does not protect agai
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
+import py_compile
 import re
 import secrets
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -62,6 +66,29 @@ def defences_source() -> str:
     """The runtime defences' source (`assets/grader_defences.py`), for the sandbox only."""
     path = Path(__file__).with_name("assets") / "grader_defences.py"
     return path.read_text(encoding="utf-8")
+
+
+@cache
+def defences_bytecode() -> dict[str, str]:
+    """The defences compiled once per worker, as the pyc (unchecked-hash: their source is
+    never read again) an interpreter of this worker's version finds beside `defences.py`
+    and loads without compiling it, ~4 ms of every test run. Path under the grader
+    directory → base64. Another version looks for another name, and compiles the source."""
+    tag = sys.implementation.cache_tag
+    if tag is None:
+        return {}
+    with tempfile.TemporaryDirectory() as scratch:
+        source, pyc = Path(scratch, DEFENCES_NAME), Path(scratch, "defences.pyc")
+        source.write_text(defences_source(), encoding="utf-8")
+        py_compile.compile(
+            str(source),
+            str(pyc),
+            doraise=True,
+            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+        )
+        data = pyc.read_bytes()
+    name = f"__pycache__/{DEFENCES_NAME.removesuffix('.py')}.{tag}.pyc"
+    return {name: base64.b64encode(data).decode()}
 
 
 @cache

@@ -240,6 +240,9 @@ class Run(Op[RunResult]):
     report: str | None = None  # a JUnit report path: PROCTOR_JUNIT_XML, read back after
     report_bytes: int = 8 << 20
     check: bool = False  # a non-zero exit stops the program
+    # a Python program (script and arguments) `command` runs as `python3 -I -B …`: the runner
+    # runs it in a fork of itself instead, without a new interpreter's start-up
+    python: list[str] | None = None
 
 
 class KillAll(Op[KillAllResult]):

@@ -43,7 +43,7 @@ ASSETS = Path(__file__).with_name("assets")
 
 
 @cache
-def runner_source(entry: str = "main()") -> bytes:
+def runner_source(entry: str = "launch(main)") -> bytes:
     """The protocol's source, then the runner's, then `entry`: one script, sharing the
     definitions (the pooled server's entry is its own source, `assets/pool_server.py`)."""
     parts = [Path(protocol.__file__).read_bytes(), (ASSETS / "runner.py").read_bytes()]

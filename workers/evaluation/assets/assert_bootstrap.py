@@ -160,6 +160,12 @@ def _arm(config: dict[str, Any], paths: list[str], defences: Any) -> None:
                 },
             )
 
+    # whatever started this file (nothing in a fresh interpreter; the runner, when it runs
+    # the bootstrap in a fork of itself) is below the run: its frames are not the solution's
+    launcher, frame = [], sys._getframe(2).f_back  # 0: _arm, 1: main, 2: this module
+    while frame is not None:
+        launcher.append(frame)
+        frame = frame.f_back
     defences.arm(
         secret=nonce,
         trusted=trusted,
@@ -168,6 +174,7 @@ def _arm(config: dict[str, Any], paths: list[str], defences: Any) -> None:
         strict=strict,
         callers={"finish": (main.__code__, "<module>"), "failed": (main.__code__, "<module>")},
         on_finish=on_finish,
+        launcher=launcher,
     )
 
 

@@ -86,13 +86,16 @@ def arm(
     strict: bool,
     callers: dict[str, tuple[Any, str | None]],
     on_finish: Any,
+    launcher: list[Any] | None = None,
 ) -> str:
     """Install the hook; return the channel the grader's code sends its ops on.
 
     `trusted(dir)` says whether a directory is out of the sandbox user's reach; `callers`
     maps each op that helps a run (tally, seal, finish) to the code object allowed to send it
     and the name of the function that must have called that one (pluggy's `_multicall`);
-    `on_finish(op, secret, evidence, *args)` does the op's work with the secret.
+    `on_finish(op, secret, evidence, *args)` does the op's work with the secret; `launcher`
+    are the frames below the run (the runner's, when it forked to run the bootstrap): a walk
+    up the stack ends there.
     """
     global CHANNEL, _TRUSTED
     channel = PREFIX + os.urandom(8).hex()
@@ -105,6 +108,7 @@ def arm(
     busy: set[int] = set()
     evidence: list[dict[str, str]] = []
     main = threading.main_thread().ident
+    floor = frozenset(map(id, launcher or ()))  # running all along: their ids stay theirs
     done: set[str] = set()
     real_exit, real_abort, real_sys_exit = os._exit, os.abort, sys.exit
     audit, getframe, get_ident = sys.audit, sys._getframe, threading.get_ident
@@ -133,7 +137,7 @@ def arm(
     def requester(frame: Any) -> tuple[Any, Any]:
         """The innermost non-trusted frame, and the trusted code it called (or None)."""
         via = None
-        while frame is not None:
+        while frame is not None and id(frame) not in floor:
             code = frame.f_code
             if kind(code.co_filename) != "trusted":
                 return frame, via
@@ -154,7 +158,7 @@ def arm(
             evidence.append(item)
 
     def clean_stack(frame: Any) -> bool:
-        while frame is not None:
+        while frame is not None and id(frame) not in floor:
             if kind(frame.f_code.co_filename) in ("solution", "test"):
                 return False
             frame = frame.f_back

@@ -28,7 +28,15 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # at run time protocol.py's and runner.py's sources define these
-    from workers.sandbox.assets.runner import execute, harden, oom_kills, processes
+    from workers.sandbox.assets.runner import (
+        STATE,
+        Become,
+        execute,
+        harden,
+        launch,
+        oom_kills,
+        processes,
+    )
     from workers.sandbox.protocol import EXIT_NO_MEMORY, WORKSPACE, Reply, decode_request
 
 FIRST_UID = 100_000  # an episode's uid is above every uid of the image
@@ -85,6 +93,8 @@ def episode_process(
             view = view[os.write(reply_fd, view) :]
     except MemoryError:
         code = EXIT_NO_MEMORY
+    except Become:
+        raise  # a program's fork leaving the server's frames: `launch` runs it
     except BaseException as exc:  # reported by its exit status; the worker classifies it
         try:
             os.write(2, ("%s: %s\n" % (type(exc).__name__, exc)).encode())
@@ -152,6 +162,11 @@ def reap_all() -> None:
 def kill_uid(uid: int) -> bool:
     """SIGKILL every process of `uid`; whether none is left. A forked killer that becomes
     the uid reaches them all with one kill(-1) per round, however fast they fork."""
+    reap_all()
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True  # no child at all: what the episode started would be ours (a subreaper)
     for _ in range(KILL_ROUNDS):
         killer = os.fork()
         if killer == 0:
@@ -287,7 +302,20 @@ def serve_one(message: dict[str, Any], uid: int) -> dict[str, Any]:
     }
 
 
+def warm() -> None:
+    """Load once what the Python program of every episode would load (`Run.python`): the
+    site directories and the modules of the runner's launcher and of the grading bootstrap."""
+    import ast, atexit, contextlib, ctypes, gc, hashlib, hmac, site, stat, threading, types, typing  # noqa: F401, I001, E401
+    from importlib import machinery, util  # noqa: F401
+
+    site.main()
+    STATE["site"] = True
+    # what is loaded now is never collected: an episode's collections leave its pages shared
+    gc.freeze()
+
+
 def serve() -> None:
+    warm()
     harden()  # a subreaper: what an episode leaves behind comes to us to be killed
     out = sys.stdout.buffer
     out.write(b'{"ready": true}\n')
@@ -302,4 +330,4 @@ def serve() -> None:
         out.flush()
 
 
-serve()
+launch(serve)
