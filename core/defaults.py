@@ -109,6 +109,8 @@ NO_REPLY_RETRY_AFTER_S: Final = 5  # `Retry-After` when no worker answered an ac
 IMAGE_RETRY_AFTER_S: Final = 10  # `Retry-After` when no live worker can run an image
 REDIS_DOWN_RETRY_AFTER_S: Final = 5  # `Retry-After` of a 503 for Redis not answering
 EVENTS_RECONNECT_S: Final = 0.5  # the API's event listener re-subscribes after this
+STATUS_READS_IN_FLIGHT: Final = 32  # an API process's waits read statuses this many at once
+INLINE_DECODE_BYTES: Final = 64 * 1024  # a result up to this is decoded on the event loop
 
 # ---------------------------------------------------------------- interactive episodes (API)
 

@@ -18,7 +18,8 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
                           what the queue bound counts (written with the record)
     dedup:{sha256}        string: the episode of an identical one-shot request dedup()
                           (expires after PROCTOR_DEDUP_TTL_S)
-    events                pub/sub: an episode id at each status change         EVENTS
+    events                pub/sub: an episode id when it ends, and when an     EVENTS
+                          interactive one's sandbox is ready (what waits wait for)
     reply:{token}         list: a worker's answer to one request the API       reply()
                           blocks on, JSON {status, body, message}
     acting:{id}           string: held while an interactive action runs        acting()
@@ -138,6 +139,8 @@ _LUA_STATUSES = (
     _lua_set("TERMINAL", TERMINAL)
     + _lua_set("UNSHAREABLE", UNSHAREABLE)
     + f"local QUEUED = {json.dumps(EpisodeStatus.queued.value)}\n"
+    + f"local RUNNING = {json.dumps(EpisodeStatus.running.value)}\n"
+    + f"local INTERACTIVE = {json.dumps(EpisodeMode.interactive.value)}\n"
 )
 
 # KEYS: episode, active, verdict stats, latency keys (total, queued, run, sandbox_start),
@@ -150,7 +153,8 @@ _FINISH = (
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
 if TERMINAL[cur] then return 0 end
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'finished', ARGV[10])
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'finished', ARGV[10],
+           'summary', ARGV[12])
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[9], ARGV[1])
@@ -174,7 +178,6 @@ end
 -- ARGV[12] summary, ARGV[13] trim score, ARGV[14] latency bucket, ARGV[15] rules (JSON),
 -- ARGV[16] categories (JSON)
 local ttl = tonumber(ARGV[5])
-redis.call('HSET', KEYS[1], 'summary', ARGV[12])
 local minute = KEYS[10]
 redis.call('HINCRBY', minute, 'n', 1)
 redis.call('HINCRBY', minute, 'v:' .. ARGV[4], 1)
@@ -200,6 +203,8 @@ return 1
 )
 
 # Move a live episode forward (queued → starting → running → evaluating) unless it ended.
+# Only what a wait waits for is published: an interactive episode's sandbox being ready
+# (running); the end is published by `_FINISH`.
 # KEYS: episode, events, queued. ARGV: id, status, then field, value pairs.
 _ADVANCE = (
     _LUA_STATUSES
@@ -208,10 +213,13 @@ local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
 if TERMINAL[cur] then return 0 end
 local id = ARGV[1]
-redis.call('HSET', KEYS[1], 'status', ARGV[2])
-for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+local fields = {'status', ARGV[2]}  -- the status and the fields, in one HSET
+for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
 if ARGV[2] ~= QUEUED then redis.call('ZREM', KEYS[3], id) end
-redis.call('PUBLISH', KEYS[2], id)
+if ARGV[2] == RUNNING and redis.call('HGET', KEYS[1], 'mode') == INTERACTIVE then
+  redis.call('PUBLISH', KEYS[2], id)
+end
 return 1
 """
 )
@@ -802,8 +810,9 @@ class EpisodeStore:
 
     def live_summaries(self) -> list[EpisodeSummary]:
         """The started, non-terminal episodes, without their (possibly large) requests:
-        what the janitors scan every few seconds."""
-        ids = self.active_ids()
+        what the janitors scan every few seconds. Queued ones are left out in Redis (ZDIFF),
+        never read."""
+        ids = [_text(x) for x in self.redis.zdiff([keys.ACTIVE, keys.QUEUED])]
         pipe = self.redis.pipeline(transaction=False)
         for episode_id in ids:
             pipe.hmget(keys.episode(episode_id), *SUMMARY_FIELDS)
@@ -825,6 +834,15 @@ class EpisodeStore:
                 )
             )
         return summaries
+
+    def public(self, episode_id: str) -> EpisodeResult | None:
+        """What `get(...).public()` gives, reading only the result once there is one: a
+        trainer's read of an ended episode neither moves nor decodes its request."""
+        raw = self.redis.hget(keys.episode(episode_id), RecordField.result)
+        if raw:
+            return EpisodeResult.model_validate_json(raw)
+        record = self.get(episode_id)
+        return record.public() if record is not None else None
 
     def status(self, episode_id: str) -> EpisodeStatus | None:
         raw = self.redis.hget(keys.episode(episode_id), RecordField.status)
@@ -1050,6 +1068,16 @@ class ReplyWaiter:
 
     async def close(self) -> None:
         await self.redis.aclose()
+
+
+async def read_outcome(client: aioredis.Redis, episode_id: str) -> tuple[EpisodeStatus | None, Any]:
+    """An episode's status and its result's JSON (None until it ended) over an async client:
+    what the API's waits check at each wake-up, without a thread or the whole record.
+    The status is None when there is no record."""
+    status, result = await client.hmget(
+        keys.episode(episode_id), [RecordField.status, RecordField.result]
+    )
+    return (EpisodeStatus(_text(status)) if status else None), result
 
 
 def _text(value: Any) -> str:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from anyio import to_thread
 
 from anticheat.git.seal import SealRefused, SealUnavailable, seal
 from core import results
-from core.defaults import IMAGE_RETRY_AFTER_S, INTERACTIVE_START_S
+from core.defaults import IMAGE_RETRY_AFTER_S, INLINE_DECODE_BYTES, INTERACTIVE_START_S
 from core.store import EpisodeRecord
 from proctor.models import (
     EpisodeCreate,
@@ -73,22 +74,23 @@ def check_images_runnable(resources: Resources, requests: Sequence[EpisodeCreate
         )
 
 
-def is_terminal(record: EpisodeRecord) -> bool:
-    return record.status.terminal
+def is_terminal(status: EpisodeStatus) -> bool:
+    return status.terminal
 
 
-def is_ready(record: EpisodeRecord) -> bool:
+def is_ready(status: EpisodeStatus) -> bool:
     """An interactive episode can take actions (or will never be able to)."""
-    return record.status is EpisodeStatus.running or record.status.terminal
+    return status is EpisodeStatus.running or status.terminal
 
 
-async def wait_for_end(
+async def wait_for_status(
     resources: Resources,
     episode_id: str,
     timeout_s: float,
-    until: Callable[[EpisodeRecord], bool] = is_terminal,
-) -> EpisodeRecord | None:
-    """The record once `until` holds, or as it stands when the time is up. Never polls."""
+    until: Callable[[EpisodeStatus], bool] = is_terminal,
+) -> tuple[EpisodeStatus | None, Any]:
+    """The status once `until` holds, or as it stands when the time is up (None: no record),
+    with the result's JSON once it ended. Never polls: it reads once, then at each event."""
     events = resources.events
     await events.ready(timeout_s)
     loop = asyncio.get_running_loop()
@@ -96,23 +98,54 @@ async def wait_for_end(
     while True:
         woken = events.register(episode_id)
         try:
-            record = await to_thread.run_sync(resources.store.get, episode_id)
+            status, result = await events.outcome(episode_id)
             remaining = deadline - loop.time()
-            if record is None or until(record) or remaining <= 0:
-                return record
+            if status is None or until(status) or remaining <= 0:
+                return status, result
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(woken), remaining)
         finally:
             events.unregister(episode_id, woken)
 
 
+async def wait_for_end(
+    resources: Resources,
+    episode_id: str,
+    timeout_s: float,
+    until: Callable[[EpisodeStatus], bool] = is_terminal,
+) -> EpisodeRecord | None:
+    """The record once `until` holds of its status, or as it stands when the time is up;
+    read whole once, at the end."""
+    await wait_for_status(resources, episode_id, timeout_s, until)
+    return await to_thread.run_sync(resources.store.get, episode_id)
+
+
+async def wait_for_public(
+    resources: Resources, episode_id: str, timeout_s: float
+) -> EpisodeResult | None:
+    """`wait_for_end(...).public()`, from the result alone once the episode ended (decoded
+    here when it is small, in a thread when it is large)."""
+    _, result = await wait_for_status(resources, episode_id, timeout_s)
+    if result is None:
+        return await to_thread.run_sync(resources.store.public, episode_id)
+    if len(result) <= INLINE_DECODE_BYTES:
+        return EpisodeResult.model_validate_json(result)
+    return await to_thread.run_sync(EpisodeResult.model_validate_json, result)
+
+
 async def submit(resources: Resources, requests: Sequence[EpisodeCreate]) -> list[str]:
     """Validate, check that a worker can run them, store and enqueue (all or none); ids."""
     for request in requests:
         validate_request(resources, request)
-    requests = [await to_thread.run_sync(seal_repository, r) for r in requests]
-    await to_thread.run_sync(check_images_runnable, resources, requests)
-    return await to_thread.run_sync(resources.queue.submit, requests)
+    if any(r.task.repo is not None for r in requests):  # else sealing would change nothing
+        requests = [await to_thread.run_sync(seal_repository, r) for r in requests]
+    return await to_thread.run_sync(_store_and_enqueue, resources, requests)
+
+
+def _store_and_enqueue(resources: Resources, requests: Sequence[EpisodeCreate]) -> list[str]:
+    """The blocking part of a submit, in one thread hop."""
+    check_images_runnable(resources, requests)
+    return resources.queue.submit(requests)
 
 
 async def create(
@@ -127,11 +160,11 @@ async def create(
     if request.mode is EpisodeMode.interactive:
         return await started(resources, episode_id)
     if wait_s > 0:
-        record = await wait_for_end(
+        public = await wait_for_public(
             resources, episode_id, min(wait_s, resources.settings.max_wait_s)
         )
-        if record is not None and record.status.terminal:
-            return record.public()
+        if public is not None and public.status.terminal:
+            return public
     return EpisodeCreated(id=episode_id, status=EpisodeStatus.queued)
 
 
@@ -160,14 +193,14 @@ async def create_batch(resources: Resources, requests: Sequence[EpisodeCreate]) 
 async def get(resources: Resources, episode_id: str, *, wait_s: float = 0) -> EpisodeResult:
     """The episode as it stands, or once it ends if that is within `wait_s`."""
     if wait_s > 0:
-        record = await wait_for_end(
+        public = await wait_for_public(
             resources, episode_id, min(wait_s, resources.settings.max_wait_s)
         )
     else:
-        record = await to_thread.run_sync(resources.store.get, episode_id)
-    if record is None:
+        public = await to_thread.run_sync(resources.store.public, episode_id)
+    if public is None:
         raise NotFound(f"no episode {episode_id!r} (unknown, or its result expired)")
-    return record.public()
+    return public
 
 
 def cancel(resources: Resources, episode_id: str) -> EpisodeResult:

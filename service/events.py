@@ -2,7 +2,9 @@
 
 One Redis pub/sub subscription per API process fans terminal-state events out to any
 number of waiting requests. A waiter registers first and reads the record second, so an
-event published between the two is never missed.
+event published between the two is never missed. At each wake-up a waiter reads only the
+episode's status and, once it ended, its result (`outcome`), over the async client, a
+bounded number at once.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict
+from typing import Any
 
 import redis.asyncio as aioredis
 
 from core import keys
-from core.defaults import EVENTS_RECONNECT_S
+from core.defaults import EVENTS_RECONNECT_S, STATUS_READS_IN_FLIGHT
+from core.store import read_outcome
+from proctor.models import EpisodeStatus
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +31,7 @@ class EpisodeEvents:
         self._waiters: dict[str, set[asyncio.Future[None]]] = defaultdict(set)
         self._task: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
+        self._reads = asyncio.Semaphore(STATUS_READS_IN_FLIGHT)
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._listen(), name="proctor-events")
@@ -42,6 +48,12 @@ class EpisodeEvents:
             await asyncio.wait_for(self._subscribed.wait(), timeout_s)
         except TimeoutError:
             log.warning("event subscription not ready after %.1fs", timeout_s)
+
+    async def outcome(self, episode_id: str) -> tuple[EpisodeStatus | None, Any]:
+        """The episode's status now (None: no record) and its result's JSON once it ended:
+        what a registered waiter checks."""
+        async with self._reads:
+            return await read_outcome(self._redis, episode_id)
 
     def register(self, episode_id: str) -> asyncio.Future[None]:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -31,8 +31,11 @@ from core.store import EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeMode
 from service.errors import Overloaded
 
-# RQ's own bookkeeping outlives the job by this much; our record carries the result.
-# Beyond the test timeout, an episode needs time to start a sandbox, write files, clean up.
+# RQ deletes a job that succeeded at once and writes no result for it (`result_ttl=0`): our
+# record carries the result, and nothing reads RQ's copy (the janitor reads only the jobs of
+# episodes still queued). A failed job stays a while, for whoever looks into it.
+SUCCEEDED_JOB_TTL_S = 0
+FAILED_JOB_TTL_S = JOB_RESULT_TTL_S * 60
 
 
 def content_key(request: EpisodeCreate) -> str:
@@ -93,8 +96,8 @@ class EpisodeQueue:
                 args=[episode_id],
                 job_id=episode_id,
                 timeout=job_timeout_s(request),
-                result_ttl=JOB_RESULT_TTL_S,
-                failure_ttl=JOB_RESULT_TTL_S * 60,
+                result_ttl=SUCCEEDED_JOB_TTL_S,
+                failure_ttl=FAILED_JOB_TTL_S,
                 description=f"episode {episode_id}",
             )
             for episode_id, request in ((ids[i], r) for i, r in new)
@@ -110,8 +113,8 @@ class EpisodeQueue:
             func,
             args=args,
             timeout=int(timeout_s) + JOB_OVERHEAD_S,
-            result_ttl=JOB_RESULT_TTL_S,
-            failure_ttl=JOB_RESULT_TTL_S * 60,
+            result_ttl=SUCCEEDED_JOB_TTL_S,
+            failure_ttl=FAILED_JOB_TTL_S,
         )
 
     def depth(self) -> int:

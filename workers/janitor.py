@@ -44,7 +44,7 @@ from core.defaults import (
 )
 from core.queues import QUEUE_NAME
 from core.results import infra_failure, timed_out
-from core.store import EpisodeRecord, EpisodeStore
+from core.store import EpisodeRecord, EpisodeStore, EpisodeSummary
 from proctor.models import EpisodeStatus
 from workers.sandbox.docker import WORKER_LABEL, Engine, SandboxError
 
@@ -189,11 +189,13 @@ class Janitor:
         judging = self.judging()
         live = set(self.store.live_workers(self.heartbeat_ttl_s))
         live |= {w for w in self.store.dead_workers(self.heartbeat_ttl_s) if self._alive_here(w)}
+        # one scan of the live episodes serves the three checks of this sweep
+        summaries = self.store.live_summaries()
         if judging:
-            self.end_abandoned(live)
+            self.end_abandoned(live, summaries)
             self.end_unstarted(live)
-        self.end_lost()
-        self.end_expired()
+        self.end_lost(summaries)
+        self.end_expired(summaries)
         if self.engine is not None:
             self.release_ended()
             self.release_shares(judging=judging)
@@ -224,9 +226,11 @@ class Janitor:
             return True
         return False
 
-    def end_abandoned(self, live: set[str]) -> int:
+    def end_abandoned(
+        self, live: set[str], summaries: Sequence[EpisodeSummary] | None = None
+    ) -> int:
         ended = 0
-        for summary in self.store.live_summaries():
+        for summary in self.store.live_summaries() if summaries is None else summaries:
             if summary.worker is None or summary.worker in live:
                 continue
             record = self.store.get(summary.id)
@@ -263,12 +267,14 @@ class Janitor:
                 ended += self._end_as_infra(record, why)
         return ended
 
-    def end_lost(self) -> int:
+    def end_lost(self, summaries: Sequence[EpisodeSummary] | None = None) -> int:
         """Episodes Redis says this process runs, but it neither runs nor holds them: their
         end was written and then lost (Redis killed before it saved). Nobody else would
         end them — this worker is alive."""
         now = time.time()
-        mine = {s.id for s in self.store.live_summaries() if s.worker == self.worker}
+        if summaries is None:
+            summaries = self.store.live_summaries()
+        mine = {s.id for s in summaries if s.worker == self.worker}
         lost = mine - self.busy - set(self.holding)
         self._lost = {i: self._lost.get(i, now) for i in lost}
         ended = 0
@@ -287,11 +293,11 @@ class Janitor:
             self._lost.pop(episode_id, None)
         return ended
 
-    def end_expired(self) -> int:
+    def end_expired(self, summaries: Sequence[EpisodeSummary] | None = None) -> int:
         """Interactive episodes left idle, or open past the total limit, end as `timeout`."""
         now = time.time()
         ended = 0
-        for summary in self.store.live_summaries():
+        for summary in self.store.live_summaries() if summaries is None else summaries:
             if not summary.interactive or summary.status is not EpisodeStatus.running:
                 continue
             idle, age = now - summary.last_action, now - summary.created

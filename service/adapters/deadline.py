@@ -21,7 +21,7 @@ from service.episodes import (
     end_at_deadline,
     seal_repository,
     validate_request,
-    wait_for_end,
+    wait_for_public,
 )
 from service.errors import ApiError
 
@@ -65,7 +65,8 @@ async def run_within(
         episode = _clamped(item, limit_s)
         try:
             validate_request(resources, episode)
-            episode = await to_thread.run_sync(seal_repository, episode)
+            if episode.task.repo is not None:  # sealing is all a thread would do
+                episode = await to_thread.run_sync(seal_repository, episode)
         except ApiError as exc:  # the task asks what this deployment lacks: the data's fault
             slots.append(GroundTruthError(exc.message))
             continue
@@ -80,10 +81,10 @@ async def run_within(
         log.warning("adapter: could not enqueue %d episodes: %s", len(valid), exc)
         ids, ended = [], [exc] * len(valid)
     remaining = max(deadline - loop.time(), 0.1)
-    records = await asyncio.gather(*(wait_for_end(resources, i, remaining) for i in ids))
-    for episode_id, record in zip(ids, records, strict=True):
-        if record is not None and record.status.terminal:
-            ended.append(record.public())
+    publics = await asyncio.gather(*(wait_for_public(resources, i, remaining) for i in ids))
+    for episode_id, public in zip(ids, publics, strict=True):
+        if public is not None and public.status.terminal:
+            ended.append(public)
         else:
             ended.append(await to_thread.run_sync(end_at_deadline, resources, episode_id))
     results = iter(ended)
