@@ -5,7 +5,7 @@ PYTEST_ARGS ?=
 # the top-level packages (pyproject's packages.find include names the same ones)
 PACKAGES := proctor core anticheat service workers
 
-.PHONY: setup services images run serve worker test test-unit bench openapi lint judge judge-stop up down logs
+.PHONY: setup services images run serve worker test test-unit bench redteam openapi lint judge judge-stop up down logs
 
 setup:            ## install what is missing: docker.io, redis, the venv, the images; start services
 	@bash scripts/setup.sh
@@ -33,6 +33,9 @@ bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in 
 	@$(PY) bench/screen_adversarial.py
 	@cd bench && ../$(PY) ui.py
 	@cd bench && ../$(PY) export.py
+
+redteam: setup    ## anti-cheat on red-team sets from real PyPI projects (docs/anticheat.md)
+	@cd bench && ../$(PY) redteam.py
 
 openapi:          ## regenerate the committed OpenAPI document
 	@$(PY) -m proctor.cli openapi --output openapi/openapi.json
