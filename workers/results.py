@@ -112,6 +112,7 @@ _GRADER_CATEGORIES = {
     "patch": CheatCategory.grader_tampering,
     "early-exit": CheatCategory.test_tampering,
     "always-equal": CheatCategory.test_tampering,
+    "forged-location": CheatCategory.grader_tampering,
 }
 
 

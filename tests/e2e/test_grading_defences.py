@@ -113,6 +113,30 @@ def add(a, b):
     os._exit(0)
 """,
 }
+ATTACKS |= {
+    # its frames pass for the stdlib's, which the frame checks look through
+    "code-under-a-stdlib-file-name": (
+        "import linecache, os, sys\n"
+        "SRC = (\n"
+        "    'def add(a, b):\\n'\n"
+        "    '    caller = sys._getframe(1)\\n'\n"
+        "    '    line = linecache.getline(caller.f_code.co_filename, caller.f_lineno)\\n'\n"
+        "    '    return int(line.split(\"==\")[1].split()[0].strip(\" )\"))\\n'\n"
+        ")\n"
+        "exec(compile(SRC, os.path.join(os.path.dirname(os.__file__), 'functools.py'), 'exec'))\n"
+    ),
+    "code-renamed-to-a-stdlib-file": (
+        "import os, sys\n"
+        "def add(a, b):\n"
+        "    return a - b\n"
+        "add.__code__ = add.__code__.replace(\n"
+        "    co_filename=os.path.join(os.path.dirname(os.__file__), 'functools.py')\n"
+        ")\n"
+    ),
+    "returns-the-image-s-always-equal-helper": (
+        "from unittest import mock\n\ndef add(a, b):\n    return mock.ANY\n"
+    ),
+}
 # a test-framework patch only the pytest format has
 FRAMEWORK_PATCH = """\
 import _pytest.python
@@ -207,6 +231,18 @@ from solution import add
 def test_any_and_approx():
     assert {"sum": add(1, 2), "id": 7} == {"sum": 3, "id": mock.ANY}
     assert add(0.1, 0.2) == pytest.approx(0.3)
+
+
+class NoCompare:  # equal to its own kind, raising for anything else (toolz's tests)
+    def __eq__(self, other):
+        if type(self) is type(other):
+            return True
+        raise ValueError("not comparable")
+
+
+def test_own_helper_class():
+    x = NoCompare()
+    assert [add(1, 2), x] == [3, x]
 
 
 def test_monkeypatched_builtin(monkeypatch):

@@ -19,6 +19,9 @@ file grading wrote; stdlib and root-owned site-packages frames between are looke
   `tb_frame`/`gi_frame`, `sys._current_frames`, `settrace` — refused (function tasks: any;
   repository tasks, whose own code may inspect frames: only a frame of the tests or grader);
 - `gc.get_objects`/`get_referrers`/`get_referents`, `ctypes` memory access — refused;
+- code made by workspace code (`compile`, `code.replace`, `types.CodeType`; `marshal.loads`
+  in function tasks) that claims a file of the image, the tests or the grader — refused: its
+  frames would pass for theirs;
 - killing its own process, `os._exit`, `os.abort`, `sys.exit` (function tasks) — recorded first;
 - builtins or the test framework replaced by code defined in the workspace (checked after
   each test and at the end: attribute assignment raises no audit event);
@@ -38,6 +41,7 @@ import ast
 import os
 import sys
 import threading
+import types
 from typing import Any
 
 PREFIX = "proctor.grader."
@@ -65,6 +69,7 @@ FINAL_OPS = frozenset({"seal", "finish", "failed", "exit"})  # after one, the ru
 MAX_VISITS = 10_000
 CHANNEL = ""  # set by arm(): the event name the grader's own code uses
 _TRUSTED: Any = None  # set by arm(): whether a directory is out of the sandbox user's reach
+_TESTS: frozenset[str] = frozenset()  # set by arm(): the test files grading wrote (real paths)
 
 
 class Refused(PermissionError):
@@ -97,11 +102,12 @@ def arm(
     are the frames below the run (the runner's, when it forked to run the bootstrap): a walk
     up the stack ends there.
     """
-    global CHANNEL, _TRUSTED
+    global CHANNEL, _TRUSTED, _TESTS
     channel = PREFIX + os.urandom(8).hex()
     CHANNEL, _TRUSTED = channel, trusted
     grader = os.path.realpath(grader_dir).rstrip("/") + "/"
     tests = {os.path.realpath(p) for p in test_files}
+    _TESTS = frozenset(tests)
     test_modules = {p for p in tests if _is_test_module(p)}
     ours = {os.path.realpath(__file__)}
     kinds: dict[str, str] = {}
@@ -259,6 +265,32 @@ def arm(
         guarded.__name__ = getattr(real, "__name__", label)
         return guarded
 
+    def forged_location(event: str, source: Any, filename: Any) -> None:
+        """Code made by workspace code must be the workspace's: a file name of the image, the
+        tests or the grader would make its frames look like theirs (which the walks above
+        look through). The import system compiling a real file of the image is not that."""
+        if isinstance(filename, bytes):
+            filename = os.fsdecode(filename)
+        if not isinstance(filename, str) or kind(filename) == "solution":
+            return
+        caller = getframe(3)
+        code = caller.f_code
+        if event == "code.__new__" and kind(code.co_filename) == "trusted":
+            return  # the image's own code.replace (`types.coroutine`), its file names kept
+        who = solution_frame(caller)
+        if who is None:
+            return
+        if code.co_name == "_call_with_frames_removed" and caller.f_back is not None:
+            code = caller.f_back.f_code  # importlib's trampoline: who called it
+        if event == "compile" and (
+            (code.co_name == "source_to_code" and _same_file(source, filename))
+            # pytest's assertion rewriting of a test module it read from that very file
+            or (code.co_name == "_rewrite_test" and kind(code.co_filename) == "trusted")
+        ):
+            return
+        note("forged-location", f"workspace code made code that claims {filename}", who)
+        raise Refused("code claiming another file is not allowed while the tests run")
+
     def hook(event: str, args: tuple[Any, ...]) -> None:
         ident = get_ident()
         if ident in busy:
@@ -273,6 +305,18 @@ def arm(
         if event == channel:
             if args:
                 grader_op(str(args[0]), tuple(args[1:]), getframe(2))
+            return
+        if event in ("compile", "code.__new__") and len(args) >= 2:
+            forged_location(event, args[0], args[1])
+            return
+        if event in ("marshal.loads", "marshal.load") and strict:
+            caller = getframe(2)
+            if caller.f_code.co_filename.startswith("<frozen"):
+                return  # the import system loading a cached module
+            who = solution_frame(caller)
+            if who is not None:
+                note("forged-location", f"workspace code unmarshals code ({event})", who)
+                raise Refused(f"{event} is not allowed while the tests run")
             return
         if event == "open":
             path = args[0]
@@ -364,6 +408,18 @@ def _is_test_module(path: str) -> bool:
     )
 
 
+def _same_file(source: Any, path: str) -> bool:
+    """Whether `source` is what the file at `path` holds (the import system's compile)."""
+    if not isinstance(source, (bytes, bytearray, str)):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    return (source.encode() if isinstance(source, str) else bytes(source)) == data
+
+
 def _other_memory(path: str) -> bool:
     if not path.startswith("/proc/"):
         return False
@@ -431,21 +487,22 @@ def checked_eq(left: Any, right: Any) -> Any:
         truth = result
     if not truth:
         return result
-    found = _suspect(left, right) or _suspect(right, left)
+    namespace = sys._getframe(1).f_globals  # the test module's: what the tests hold
+    found = _suspect(left, right, namespace) or _suspect(right, left, namespace)
     if found:
         sys.audit(CHANNEL, "evidence", "always-equal", found)
         return False
     return result
 
 
-def _suspect(value: Any, other: Any) -> str | None:
+def _suspect(value: Any, other: Any, namespace: dict[str, Any]) -> str | None:
     budget = [MAX_VISITS]
     bad = _always_equal(value, budget, 0)
     if bad is None and type(value) not in _SCALARS + _CONTAINERS:
         perturbed = _perturb(other)
         if perturbed is not _Sentinel and _truthy(lambda: value == perturbed):
             bad = value
-    if bad is None or _exempt(bad):
+    if bad is None or _exempt(bad, namespace):
         return None
     return f"a {type(bad).__qualname__} equal to values it is not (its __eq__ holds for anything)"
 
@@ -466,7 +523,7 @@ def _always_equal(value: Any, budget: list[int], depth: int) -> Any:
                     return found
         return None
     probe = _Sentinel()
-    if _truthy(lambda: value == probe) or not _truthy(lambda: value != probe):
+    if _truthy(lambda: value == probe) or _falsy(lambda: value != probe):
         return value
     return None
 
@@ -474,6 +531,14 @@ def _always_equal(value: Any, budget: list[int], depth: int) -> Any:
 def _truthy(compare: Any) -> bool:
     try:
         return bool(compare())
+    except Exception:
+        return False
+
+
+def _falsy(compare: Any) -> bool:
+    """Whether a comparison answered, and answered no (one that raises said nothing)."""
+    try:
+        return not compare()
     except Exception:
         return False
 
@@ -497,16 +562,26 @@ def _perturb(other: Any) -> Any:
     return _Sentinel
 
 
-def _exempt(value: Any) -> bool:
-    """Always-equal helpers the tests use (`mock.ANY`, `pytest.approx`): defined by the image,
-    neither their class nor its `__eq__` is the workspace's."""
-    cls = type(value)
-    eq = getattr(cls, "__eq__", None)
-    code = getattr(eq, "__code__", None)
-    module = sys.modules.get(getattr(cls, "__module__", "") or "")
-    path = getattr(module, "__file__", None)
-    places = [p for p in (getattr(code, "co_filename", None), path) if isinstance(p, str)]
-    return bool(places) and all(_image_file(p) for p in places)
+def _exempt(value: Any, namespace: dict[str, Any]) -> bool:
+    """Always-equal helpers of the tests' own: a class the tests define (toolz's `NoCompare`),
+    or one of the image's (`mock.ANY`) that the test module took into its namespace itself.
+    An `__eq__` is the tests' or the image's by its code's file, which workspace code cannot
+    forge while the tests run (`forged_location`); the image's are helpers the workspace may
+    import too, so they count only when the tests hold them (by name, or in a module they
+    imported, one package level down: `mock.ANY`, `unittest.mock.ANY`)."""
+    eq = getattr(type(value), "__eq__", None)
+    filename = getattr(getattr(eq, "__code__", None), "co_filename", None)
+    if not isinstance(filename, str):
+        return False
+    if os.path.realpath(filename) in _TESTS:
+        return True
+    if not _image_file(filename):
+        return False
+    modules = [m for m in namespace.values() if isinstance(m, types.ModuleType)]
+    modules += [m for p in modules[:] for m in vars(p).values() if isinstance(m, types.ModuleType)]
+    return any(held is value for held in namespace.values()) or any(
+        held is value for m in modules for held in vars(m).values()
+    )
 
 
 def _image_file(path: str) -> bool:
