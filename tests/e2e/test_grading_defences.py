@@ -121,7 +121,7 @@ ATTACKS |= {
         "    'def add(a, b):\\n'\n"
         "    '    caller = sys._getframe(1)\\n'\n"
         "    '    line = linecache.getline(caller.f_code.co_filename, caller.f_lineno)\\n'\n"
-        "    '    return int(line.split(\"==\")[1].split()[0].strip(\" )\"))\\n'\n"
+        '    \'    return int(line.split("==")[1].split()[0].strip(" )"))\\n\'\n'
         ")\n"
         "exec(compile(SRC, os.path.join(os.path.dirname(os.__file__), 'functools.py'), 'exec'))\n"
     ),
