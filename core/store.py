@@ -73,6 +73,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from base64 import b64decode, b64encode
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -375,7 +376,7 @@ class SandboxState:
     container_name: str
     container_ip: str | None
     keep: frozenset[str]  # paths the grading leaves as the agent wrote them
-    restore: Mapping[str, str]  # protected path → what the grading puts back
+    restore: Mapping[str, str | bytes]  # protected path → what the grading puts back
     observation: Observation  # the first observation, the answer to the create
     sandbox_start_s: float
     warm: bool  # the container came from the warm pool
@@ -387,7 +388,12 @@ class SandboxState:
             RecordField.container_name: self.container_name,
             RecordField.container_ip: self.container_ip or "",
             RecordField.keep: json.dumps(sorted(self.keep)),
-            RecordField.restore: json.dumps(dict(self.restore)),
+            RecordField.restore: json.dumps(
+                {
+                    p: c if isinstance(c, str) else {"b64": b64encode(c).decode()}
+                    for p, c in self.restore.items()
+                }
+            ),
             RecordField.observation: self.observation.model_dump_json(),
             RecordField.sandbox_start_s: repr(self.sandbox_start_s),
             RecordField.warm: "1" if self.warm else "0",
@@ -404,7 +410,10 @@ class SandboxState:
             container_name=fields.get(RecordField.container_name, ""),
             container_ip=fields.get(RecordField.container_ip) or None,
             keep=frozenset(json.loads(fields.get(RecordField.keep, "[]"))),
-            restore=json.loads(fields.get(RecordField.restore, "{}")),
+            restore={
+                p: c if isinstance(c, str) else b64decode(c["b64"])
+                for p, c in json.loads(fields.get(RecordField.restore, "{}")).items()
+            },
             observation=Observation.model_validate_json(fields[RecordField.observation]),
             sandbox_start_s=float(fields.get(RecordField.sandbox_start_s, 0)),
             warm=fields.get(RecordField.warm) == "1",

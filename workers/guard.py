@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fnmatch import fnmatch
 from typing import Any
 
@@ -286,7 +286,9 @@ def solution_text(files: dict[str, str]) -> str:
     return "\n".join(f"--- {path}\n{content}" for path, content in sorted(files.items()))
 
 
-def integrity_evidence(original: dict[str, str], now: dict[str, str]) -> list[Evidence]:
+def integrity_evidence(
+    original: Mapping[str, str | bytes], now: Mapping[str, str | bytes]
+) -> list[Evidence]:
     """Protected files the agent changed or removed (they are restored anyway). A file it
     added is not evidence: a new regression test beside the task's is honest work (it is
     graded beside the hidden tests, which are written over any file of theirs, or removed

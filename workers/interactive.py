@@ -149,7 +149,7 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
             container_ip=container.ip,
             keep=frozenset(found.paths) | steering_paths(task.files),
             restore={
-                **snapshot.files,
+                **snapshot.contents(),
                 **{p: c for p, c in task.files.items() if is_protected(p, task.protected_paths)},
             },
             observation=observation,
@@ -276,7 +276,7 @@ def finish_interactive(
         run_s = time.monotonic() - run_started
         if not all(map(reply.ran, looks)):  # an operation raised: whose fault was it?
             raise sandbox.failure_of(reply)
-        left = snapshot.files if (snapshot := reply.result(protected)) else {}
+        left = snapshot.contents() if (snapshot := reply.result(protected)) else {}
         diff = diff_result.stdout if diff_op and (diff_result := reply.result(diff_op)) else ""
         compiled = reply.result(plan.compile) if plan.compile is not None else None
         timings = Timings(

@@ -48,6 +48,8 @@ from __future__ import annotations
 import json
 import secrets
 import shlex
+from base64 import b64encode
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,7 +153,7 @@ def grading_plan(
     task: TaskSpec,
     *,
     keep: set[str],
-    restore: dict[str, str],
+    restore: Mapping[str, str | bytes],
 ) -> GradingPlan:
     """Operations that seal the workspace and run the hidden tests.
 
@@ -229,7 +231,7 @@ def compile_step(task: TaskSpec, env: dict[str, str]) -> Run | None:
 
 
 def _assert_plan(
-    task: TaskSpec, grader: str, *, keep: set[str], restore: dict[str, str]
+    task: TaskSpec, grader: str, *, keep: set[str], restore: Mapping[str, str | bytes]
 ) -> GradingPlan:
     """The `assert` format: the test files run as plain programs under the bootstrap, which
     writes the run's nonce to the marker only after the last one returned (`marker.py`)."""
@@ -265,7 +267,7 @@ def _sealed_run(
     test: Run,
     *,
     keep: set[str],
-    restore: dict[str, str],
+    restore: Mapping[str, str | bytes],
     compile_run: Run | None = None,
 ) -> list[Op[Any]]:
     """Kill, scrub and restore, write the tests and the private grader directory, run."""
@@ -274,7 +276,9 @@ def _sealed_run(
         Scrub(names=list(STEERING_FILES), keep=sorted(keep | set(restore))),
     ]
     if restore:
-        ops.append(Write(files=restore))
+        text = {p: c for p, c in restore.items() if isinstance(c, str)}
+        binary = {p: b64encode(c).decode() for p, c in restore.items() if isinstance(c, bytes)}
+        ops.append(Write(files=text, binary=binary))
     # after the restore: a protected directory the agent replaced by a link is a directory again
     ops += added_removal(task, kept=keep | set(restore))
     ops += [

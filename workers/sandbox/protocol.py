@@ -158,7 +158,14 @@ class ScrubResult(Result):
 
 class SnapshotResult(Result):
     kind = "snapshot"
-    files: dict[str, str]
+    files: dict[str, str]  # text files
+    binary: dict[str, str] = {}  # the others (not UTF-8: images, archives, pickles), base64
+
+    def contents(self) -> dict[str, str | bytes]:
+        """Every file read, text as str and the others as bytes."""
+        import base64
+
+        return {**self.files, **{p: base64.b64decode(d) for p, d in self.binary.items()}}
 
 
 class ListingResult(Result):
@@ -286,7 +293,8 @@ class Scrub(Op[ScrubResult]):
 
 
 class Snapshot(Op[SnapshotResult]):
-    """Read files (directories recursively, `.git` excluded) to restore them later."""
+    """Read files (directories recursively, `.git` excluded) to restore them later; a file
+    over `max_bytes` is left out (cut short, it would be restored broken)."""
 
     kind = "snapshot"
     paths: list[str]

@@ -21,7 +21,7 @@ def state() -> SandboxState:
         container_name="proctor-sb-1",
         container_ip=None,
         keep=frozenset({"pytest.ini", "conftest.py"}),
-        restore={"tests/test_x.py": "def test_x(): pass\n"},
+        restore={"tests/test_x.py": "def test_x(): pass\n", "tests/data.bin": b"\xff\x00\xfe"},
         observation=Observation(output="a\nb\n", exit_code=0, duration_s=0.5),
         sandbox_start_s=0.25,
         warm=True,

@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import time
+from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, defines these
@@ -642,13 +643,22 @@ def op_run(op: Run) -> RunResult:
     )
 
 
-def read_file(path: str, max_bytes: int) -> str | None:
+def read_bytes(path: str, max_bytes: int) -> bytes | None:
+    """At most `max_bytes` of a regular file (not through a symlink, never blocking on a
+    FIFO the code under test planted); None when it is not one or cannot be read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read(max_bytes).decode("utf-8", "replace")
+        if not S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read(max_bytes)
+
+
+def read_file(path: str, max_bytes: int) -> str | None:
+    data = read_bytes(path, max_bytes)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def op_read(op: Read) -> ReadResult:
@@ -683,24 +693,29 @@ def op_scrub(op: Scrub) -> ScrubResult:
 def op_snapshot(op: Snapshot) -> SnapshotResult:
     """Read files (directories recursively, .git excluded) so they can be restored later."""
     root = op.root
-    files = {}
+    found = []
     for path in op.paths:
         full = inside(root, path.rstrip("/"))
         if os.path.isdir(full) and not os.path.islink(full):
             for directory, dirs, names in os.walk(full):
                 dirs[:] = [d for d in dirs if d not in (".git", "__pycache__", ".pytest_cache")]
-                for name in names:
-                    if name.endswith((".pyc", ".pyo")):
-                        continue
-                    absolute = os.path.join(directory, name)
-                    content = read_file(absolute, op.max_bytes)
-                    if content is not None:
-                        files[os.path.relpath(absolute, root)] = content
+                kept = [n for n in names if not n.endswith((".pyc", ".pyo"))]
+                found += [os.path.join(directory, n) for n in kept]
         else:
-            content = read_file(full, op.max_bytes)
-            if content is not None:
-                files[os.path.relpath(full, root)] = content
-    return SnapshotResult(files=files)
+            found.append(full)
+    files, binary = {}, {}
+    for absolute in found:
+        data = read_bytes(absolute, op.max_bytes + 1)
+        if data is None or len(data) > op.max_bytes:
+            continue
+        name = os.path.relpath(absolute, root)
+        try:
+            files[name] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            import base64
+
+            binary[name] = base64.b64encode(data).decode()
+    return SnapshotResult(files=files, binary=binary)
 
 
 def op_listing(op: Listing) -> ListingResult:
