@@ -131,6 +131,7 @@ ADAPTER_START_MARGIN_S: Final = 10.0  # an episode's start-up and finish, beyond
 STARTUP_RETRY_S: Final = 5.0  # a worker waiting for Redis, Docker or the honeypot retries
 RQ_RESTART_PAUSE_S: Final = 1.0  # before RQ's loop is started again (must not spin)
 JANITOR_STOP_S: Final = 10.0  # a stopping janitor waits this long for its threads
+IMAGE_CHECK_SWEEPS: Final = 6  # a janitor asks the engine about its images every 6th sweep
 FORGET_WORKER_AFTER_S: Final = 24 * 3600  # a worker silent this long leaves the registry
 OUTAGE_BEATS: Final = 3  # heartbeats further apart than this many intervals: Redis was away
 SETTLED_S: Final = 60.0  # a child that ran this long died of something else than starting

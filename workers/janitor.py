@@ -37,6 +37,7 @@ from rq.serializers import JSONSerializer
 
 from core.defaults import (
     FORGET_WORKER_AFTER_S,
+    IMAGE_CHECK_SWEEPS,
     INTERACTIVE_IDLE_S,
     JANITOR_STOP_S,
     MAX_EPISODE_S,
@@ -122,9 +123,11 @@ class Janitor:
         self.holding = holding if holding is not None else {}
         # episodes this process is running a job for right now
         self.busy = busy if busy is not None else set()
-        # the images this worker serves (name → reference), re-checked every sweep: an image
-        # removed after start must turn submissions for it away, not queue them forever
+        # the images this worker serves (name → reference), re-checked every few sweeps: an
+        # image removed after start must turn submissions for it away, not queue them forever
+        # (every process of a host asks the engine about each image: not every sweep)
         self.images = dict(images or {})
+        self._sweeps = 0
         # our episodes that we neither hold nor run (their end was lost): id → first seen
         self._lost: dict[str, float] = {}
         # since when our heartbeats have gone through without a gap (see the docstring)
@@ -200,8 +203,9 @@ class Janitor:
             self.release_ended()
             self.release_shares(judging=judging)
             self.reap_containers(live, others=judging)
-            if self.images:
+            if self.images and self._sweeps % IMAGE_CHECK_SWEEPS == 0:
                 self.publish_images()
+            self._sweeps += 1
         for pool in self.pools:
             pool.drain_idle()
 
