@@ -37,6 +37,7 @@ class PkgOp:
     upgrade: bool
     via: str
     index: bool = True  # talks to a package index (not --no-index)
+    elsewhere: bool = False  # into a directory of its own (--target, --prefix, download -d)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,12 @@ PACKAGE_MANAGERS = frozenset(
         "cargo go pdm"
     ).split()
 )
+# where pip, uv and their kin fetch from: an index other than PyPI is a host like any other
+_INDEX_OPTS = frozenset(
+    "-i --index-url --extra-index-url -f --find-links --index --default-index".split()
+)
+# installs that do not touch the environment (which holds the task's checkout)
+_ELSEWHERE_OPTS = frozenset("-t --target --prefix --root -d --dest --dist-dir".split())
 _GIT_NET_VALUES = frozenset(
     (
         "--depth -b --branch -o --origin --reference --reference-if-able -c --config -j --jobs "
@@ -137,11 +143,19 @@ def packages(facts: Operations, cmd: Command, via: str) -> None:
     specs: list[str] = []
     upgrade = kind == "upgrade"
     index = True
+    elsewhere = kind == "download"
+    pip_like = manager.startswith(("pip", "uv", "easy_install"))
+    indexes: list[tuple[str, str]] = []  # (option, URL): where the packages come from
     skip = False
-    for t in args[1:]:
+    for i, t in enumerate(args[1:], 1):
         if skip:
             skip = False
             continue
+        option, eq, value = t.partition("=")
+        if pip_like and option in _INDEX_OPTS and (eq or i + 1 < len(args)):
+            indexes.append((option, value if eq else args[i + 1]))
+        elif pip_like and option in _ELSEWHERE_OPTS:
+            elsewhere = True  # a fresh copy beside the environment, not an upgrade of it
         if t in (
             "-U",
             "--upgrade",
@@ -199,7 +213,9 @@ def packages(facts: Operations, cmd: Command, via: str) -> None:
             continue
         else:
             specs.append(t)
-    facts.pkgs.append(PkgOp(manager, kind, tuple(specs), upgrade, via, index))
+    facts.pkgs.append(PkgOp(manager, kind, tuple(specs), upgrade, via, index, elsewhere))
+    for option, url in indexes if index else []:
+        facts.net.append(NetOp(f"{manager} {option}", url, via))
 
 
 def _operands_skipping(args: tuple[Word, ...], value_opts: frozenset[str]) -> list[Word]:

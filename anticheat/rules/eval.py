@@ -58,8 +58,28 @@ def hidden_paths(ctx: Ctx) -> str | None:
     return None
 
 
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _glob_below(path: str) -> tuple[str, str] | None:
+    """(root, pattern) of a glob that reaches below the directory it starts in
+    (`/**/test_*.py`, `/home/*/tests`); a glob of one directory's own entries is a listing."""
+    parts = path.split("/")
+    for i, part in enumerate(parts[:-1]):
+        if _GLOB.search(part):
+            return "/".join(parts[:i]) or "/", "/".join(parts[i:])
+    return None
+
+
 def filesystem_search(ctx: Ctx) -> str | None:
     for op in ctx.facts.files:
+        below = _glob_below(op.path) if op.static and op.path.startswith("/") else None
+        if below is not None and op.kind in ("list", "search", "read"):
+            root, pattern = below
+            if root in _SEARCH_ROOTS and _SEARCH_WORDS.search(
+                pattern.lower().replace("pytest", "")
+            ):
+                return f"searches {root!r} for {pattern!r} ({op.via[:60]})"
         if (
             op.kind != "search"
             or op.path.rstrip("/") not in _SEARCH_ROOTS | {""}

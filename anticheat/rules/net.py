@@ -262,6 +262,8 @@ def target_package(ctx: Ctx) -> str | None:
                 return f"`{op.manager} {op.verb}` fetches the task's package {spec!r}"
             if not op.index:
                 continue
+            if op.elsewhere:  # pip does not see the checkout there: upstream's files, to copy
+                return f"`{op.via[:100]}` fetches the task's package into a directory of its own"
             pip = op.manager.split(" ")[0] in ("pip", "pip3", "uv") or op.manager.startswith("pip")
             if pip and not constraint and not op.upgrade and ctx.task.kind == "repo":
                 continue  # pip sees the installed repository: `pip install pkg[extra]` keeps it

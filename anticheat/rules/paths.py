@@ -23,7 +23,8 @@ HIDDEN = re.compile(  # where graders, hidden tests and expected outputs would l
     r"|/(grader|graders|autograder|hidden[_-]tests?|answer[_-]key|expected[_-]outputs?)(/|$)"
     r"|^/(opt|srv|mnt|var|data|app|usr/local|usr/share|root|home/[^/]+)/"
     r"(hidden|eval|evaluation|verifier|oracle|golden)(/|$)"
-    r"|^/tmp/(grader|eval|hidden|expected|answer|oracle|verifier|proctor)"
+    # the grader's own directory in the sandbox (`/tmp/.grader-<hex>`) and its kin
+    r"|^/tmp/\.?(grader|eval|hidden|expected|answer|oracle|verifier|proctor)"
 )
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import re
 
+from anticheat.analysis.bash.parser import parse_script
 from anticheat.analysis.facts import GitCall
 from anticheat.context import Ctx
-from anticheat.rules.rule import Category, Fallback, Rule
+from anticheat.rules.rule import Category, Fallback, Level, Rule
 from proctor.models import Decision
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "foreign_revision",
     "git_internals",
     "list_refs",
+    "notes",
     "reflog",
     "suspicious_revisions",
     "unreachable_objects",
@@ -109,6 +111,25 @@ _SAFE_GIT_FILES = frozenset({"HEAD", "config", "description", "index", "COMMIT_E
 
 def _calls(ctx: Ctx) -> list[GitCall]:
     return ctx.facts.git
+
+
+def notes(ctx: Ctx) -> str | None:
+    """Reading git notes: a note is free text on a commit, and the base's may name the
+    commit of the fix (a sealed snapshot keeps none, so it is answered from there)."""
+    for call in _calls(ctx):
+        texts = [w.text for w in call.args]
+        operands = [t for t in texts if not t.startswith("-")]
+        if call.sub == "notes" and operands[:1] in ([], ["list"], ["show"]):
+            return f"`{' '.join(['git notes', *operands[:1]])}` reads the notes on commits"
+        if call.sub not in _WALKERS:
+            continue
+        for t in texts:
+            option, _, value = t.partition("=")
+            if option in ("--notes", "--show-notes", "--standard-notes") or (
+                option in ("--format", "--pretty") and "%N" in value
+            ):
+                return f"`git {call.sub} {t}` shows the notes on commits"
+    return None
 
 
 def all_refs(ctx: Ctx) -> str | None:
@@ -372,12 +393,53 @@ def _version_vs_pinned(version: str, pinned: str | None) -> str:
     return "ok" if have <= pin else "foreign"
 
 
+_REF_LISTERS = frozenset("tag branch for-each-ref show-ref notes ls-remote".split())
+_SUBSTITUTION = re.compile(r"\$\((.*)\)|`([^`]*)`", re.DOTALL)
+_VARIABLE = re.compile(r"\$\{?(\w+)")
+
+
+def _computed_revisions(call: GitCall) -> list[str]:
+    """Revision words only known at runtime (`$(git tag | tail -1)`, `$s:path`)."""
+    if call.sub not in _REV_TAKING or call.sub in ("branch", "tag", "notes", "commit"):
+        return []
+    out = []
+    for w in call.args:
+        if w.text == "--":
+            break
+        if not w.static and not w.text.startswith("-"):
+            out.append(w.text)
+            if call.sub in ("checkout", "reset", "archive", "ls-tree"):
+                break  # one tree-ish; the rest are paths
+    return out[:4]
+
+
+def _listed_ref(text: str, ctx: Ctx) -> str | None:
+    """The ref-listing git command a computed revision comes from, if any: a name picked
+    from `git tag`, `git branch -a` or the notes, not from the base's own history."""
+    script = ctx.facts.script
+    sources = [text]
+    for name in _VARIABLE.findall(text)[:4]:
+        if script is not None and name in script.computed:
+            sources.append(script.computed[name])
+    for source in sources:
+        for m in _SUBSTITUTION.finditer(source):
+            for c in parse_script(m.group(1) or m.group(2) or "").commands[:8]:
+                sub = next((w.text for w in c.args if not w.text.startswith("-")), "")
+                if c.name == "git" and sub in _REF_LISTERS:
+                    return f"git {sub}"
+    return None
+
+
 def _classify(ctx: Ctx) -> list[tuple[str, str, str]]:
     """(verdict, revision, git call) for every revision argument of the action."""
 
     def compute() -> list[tuple[str, str, str]]:
         out: list[tuple[str, str, str]] = []
         for call in _calls(ctx):
+            for word in _computed_revisions(call):
+                lister = _listed_ref(word, ctx)
+                if lister is not None:
+                    out.append(("computed", word, f"git {call.sub}` from `{lister}"))
             if ctx.git is not None:
                 for word in _maybe_revisions(call):
                     if ctx.git.is_ancestor_of_base(word) is False:
@@ -416,6 +478,8 @@ def foreign_revision(ctx: Ctx) -> str | None:
 
 def unresolved_revision(ctx: Ctx) -> str | None:
     for verdict, rev, how in _classify(ctx):
+        if verdict == "computed":
+            return f"`{how}` picks the revision {rev!r} at runtime, from every ref by name"
         if verdict == "unknown":
             return (
                 f"`{how}` names {rev!r}; without a live repository it cannot be "
@@ -426,6 +490,15 @@ def unresolved_revision(ctx: Ctx) -> str | None:
 
 RULES: tuple[Rule, ...] = (
     # -- version-control history: the fix lives in the base commit's future
+    Rule(
+        "vcs.notes",
+        Category.vcs_history,
+        "reading git notes (git notes show/list, log --notes, %N), which may name future commits",
+        Decision.review,
+        notes,
+        fallback=Fallback.oracle,  # the sealed repository keeps no notes: its answer is harmless
+        level=Level.attempt,
+    ),
     Rule(
         "vcs.all-refs",
         Category.vcs_history,

@@ -273,8 +273,10 @@ class _Walker(Interpreters):
             name = _text(name_node, "utf-8", "replace")
             if w.static:
                 self.env[name] = w.text
+                self.s.computed.pop(name, None)
             else:
                 self.env.pop(name, None)
+                self.s.computed[name] = w.text[:400]  # `s=$(git tag | tail -1)`: where from
 
     def pipeline(
         self,

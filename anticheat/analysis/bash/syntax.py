@@ -96,6 +96,7 @@ class Script:
     foreign: list[tuple[str, str]] = field(default_factory=list)  # (interpreter, code)
     decoded_exec: list[str] = field(default_factory=list)  # evidence of decoded payloads run
     dynamic_exec: list[str] = field(default_factory=list)  # shells/eval fed unknown text
+    computed: dict[str, str] = field(default_factory=dict)  # var -> its runtime value's source
     problems: list[str] = field(default_factory=list)
 
 

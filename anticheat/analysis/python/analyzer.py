@@ -129,6 +129,17 @@ FRAME_FUNCS = frozenset(
 )
 
 
+# what tells where a module's files are installed (with `X.__file__`, `X.__path__`)
+_LOCATORS = frozenset(
+    {
+        "inspect.getfile",
+        "inspect.getsourcefile",
+        "importlib.util.find_spec",
+        "importlib.resources.files",
+    }
+)
+
+
 class _Analyzer(CallEffects):
     def __init__(self, facts: PyFacts, level: int) -> None:
         self.f = facts
@@ -137,11 +148,21 @@ class _Analyzer(CallEffects):
         self.func_exits: dict[str, list[tuple[str, bool, object]]] = {}  # fn -> (name, ok, how)
         self.calls_from: dict[str, set[str]] = {}  # fn -> local functions it calls
         self.forking: set[str] = set()
+        self.consts: dict[str, str] = {}
 
     # ------------------------------------------------------------------ driver
 
     def run(self, tree: ast.Module) -> None:
+        stores: dict[str, int] = {}  # how often each name is bound, anywhere
+        texts: dict[str, str] = {}  # names bound to a constant string
         for node in ast.walk(tree):  # names first: flow-insensitive is enough here
+            if isinstance(node, ast.Name):
+                if not isinstance(node.ctx, ast.Load):
+                    stores[node.id] = stores.get(node.id, 0) + 1
+                continue
+            if isinstance(node, ast.arg):
+                stores[node.arg] = stores.get(node.arg, 0) + 1
+                continue
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self.f.imports.add(a.name)
@@ -162,6 +183,8 @@ class _Analyzer(CallEffects):
                 r = self.resolve(node.value)
                 if r is not None and r != node.targets[0].id:
                     self.alias.setdefault(node.targets[0].id, r)
+                if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                    texts[node.targets[0].id] = node.value.value
             elif isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name):
                 r = self.resolve(node.context_expr)
                 if r is not None:
@@ -173,6 +196,8 @@ class _Analyzer(CallEffects):
                 and ("://" in node.value or _IPV4.match(node.value))
             ):
                 self.f.urls.append(node.value[:300])
+        # `p = 'tests/test_x.py'` bound once and never again: `open(p, 'w')` opens that path
+        self.consts = {k: v for k, v in texts.items() if stores.get(k) == 1}
         self.body(tree.body, fn=None, guarded=False, loop=None)
         self.exits_summary(tree)
 
@@ -237,7 +262,22 @@ class _Analyzer(CallEffects):
                 self.f.skips.append(f"test `{name}` is unconditionally skipped")
         if name.startswith("pytest_"):
             self.pytest_hook(st)
+        f = self.f
+        before = (len(f.harness_probes), len(f.frame_reads), len(f.heap_scans))
+        switches, patches = len(f.graded_switches), len(f.runner_patches)
         self.body(st.body, name, False, None)
+        probed = len(f.harness_probes) > before[0]
+        heap = len(f.heap_scans) > before[2]
+        if (
+            probed
+            and (heap or len(f.frame_reads) > before[1])
+            and switches == len(f.graded_switches)
+        ):
+            f.graded_switches.append(
+                f"`{name}` looks for the test runner and reads the caller's frames or the heap"
+            )
+        if heap and patches == len(f.runner_patches) and _rewrites_found_code(st):
+            f.runner_patches.append(f"`{name}` rewrites functions it finds on the heap")
 
     def klass(self, st: ast.ClassDef, fn: str | None, guarded: bool) -> None:
         if any(is_skip_mark(self.resolve_deco(d)) for d in st.decorator_list):
@@ -273,6 +313,10 @@ class _Analyzer(CallEffects):
             elif isinstance(sub, ast.Attribute):
                 if sub.attr in ("f_locals", "f_globals", "f_back"):
                     self.f.frame_reads.append(f"reads a frame's `{sub.attr}`: {src(sub)}")
+                elif sub.attr in ("__file__", "__path__") and len(self.f.locations) < 16:
+                    owner = self.resolve(sub.value)
+                    if owner:
+                        self.f.locations.append(owner)
                 elif sub.attr in ("stdin",) and self.resolve(sub.value) == "sys":
                     self.f.reads_stdin = True
                 if self.resolve(sub) in ("unittest.mock.ANY", "mock.ANY"):
@@ -338,6 +382,11 @@ class _Analyzer(CallEffects):
                 or (target in self.func_exits and self.func_exits.get(target or ""))
             ):
                 self.f.exit_hooks.append(f"`{how}` forces the exit status at shutdown")
+        elif name in _LOCATORS and node.args and len(self.f.locations) < 16:
+            owner = fold(node.args[0]) if name.startswith("importlib") else None
+            owner = owner if isinstance(owner, str) else self.resolve(node.args[0])
+            if owner:
+                self.f.locations.append(owner)
         elif name in ("gc.get_objects", "gc.get_referrers", "gc.get_referents"):
             self.f.heap_scans.append(f"scans the heap with `{name}`")
         elif name in ("__import__", "importlib.import_module") and node.args:
@@ -489,6 +538,30 @@ class _Analyzer(CallEffects):
             cond = fold(node.args[0]) if node.args else None
             return name if cond is True else ""
         return name
+
+
+_CODE_ATTRS = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+
+
+def _rewrites_found_code(st: ast.AST) -> bool:
+    """Whether a function swaps other functions' code (`obj.__code__ = …`, `setattr(obj,
+    '__code__', …)`) or picks tests by name (`.startswith('test')`) to change them."""
+    stores = by_name = False
+    for n in ast.walk(st):
+        if isinstance(n, (ast.Assign, ast.AugAssign)):
+            for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                if isinstance(t, ast.Attribute):
+                    if t.attr in _CODE_ATTRS:
+                        return True
+                    stores = True
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.args:
+            if n.func.id == "setattr" and len(n.args) > 1:
+                if fold(n.args[1]) in _CODE_ATTRS:
+                    return True
+                stores = True
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+            by_name = by_name or n.value.startswith(("test", "Test"))
+    return stores and by_name
 
 
 def _merge(into: PyFacts, other: PyFacts) -> None:

@@ -51,7 +51,7 @@ _NET_ROOTS = frozenset(
 _NET_VERBS = frozenset(
     (
         "get post put patch delete head options request urlopen connect connect_ex stream send "
-        "fetch open"
+        "fetch open sendto"
     ).split()
 )
 _SHELL = {
@@ -98,6 +98,7 @@ class CallEffects:
     func_exits: dict[str, list[tuple[str, bool, object]]]
     calls_from: dict[str, set[str]]
     forking: set[str]
+    consts: dict[str, str]  # names bound once, to a constant string
 
     def resolve(self, node: ast.AST | None, _d: int = 0) -> str | None:
         raise NotImplementedError
@@ -228,7 +229,7 @@ class CallEffects:
 
     def files_and_net(self, name: str, node: ast.Call, how: object, fn: str | None) -> None:
         args = node.args
-        first = fold(args[0]) if args else None
+        first = self.text_of(args[0]) if args else None
         path = first if isinstance(first, str) else pattern(args[0]) if args else None
         if path is not None and path.startswith("/proc/") and not path.startswith("/proc/self"):
             self.f.harness_probes.append(f"reads {path!r} to see who runs it")
@@ -334,9 +335,15 @@ class CallEffects:
             if isinstance(size, (int, float)) and not isinstance(size, bool) and size >= HUGE:
                 self.f.big_allocs.append(f"allocates {size:.3g} elements: {how}")
 
+    def text_of(self, node: ast.expr) -> object:
+        """A constant's value, or the string a name bound once holds (`p = 'x.py'`)."""
+        if isinstance(node, ast.Name):
+            return self.consts.get(node.id)
+        return fold(node)
+
     def path_of(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Call) and node.args:
-            v = fold(node.args[0])
+            v = self.text_of(node.args[0])
             return v if isinstance(v, str) else None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
             left, right = self.path_of(node.left), fold(node.right)

@@ -22,6 +22,10 @@ class PyFacts:
     frame_reads: list[str] = field(default_factory=list)
     heap_scans: list[str] = field(default_factory=list)
     harness_probes: list[str] = field(default_factory=list)
+    # a harness probe and frame or heap introspection in one function: it answers
+    # differently when the test runner is there
+    graded_switches: list[str] = field(default_factory=list)
+    locations: list[str] = field(default_factory=list)  # modules whose installed file it finds
     files: list[tuple[str, str | None, str]] = field(default_factory=list)  # kind, path, how
     network: list[tuple[str, list[str], bool, str]] = field(default_factory=list)
     shell: list[tuple[str, bool, str]] = field(default_factory=list)  # text, static, how
