@@ -85,6 +85,7 @@ JUDGE_MAX_PROMPT_CHARS: Final = 7_000  # bound on the whole prompt
 # ---------------------------------------------------------------- Redis
 
 REDIS_HEALTH_CHECK_S: Final = 30  # an idle connection is pinged before use after this long
+REDIS_READ_RETRIES: Final = 3  # the API's async (read-only) client retries a broken connection
 REDIS_RETRIES: Final = 60  # a worker retries each Redis command this often (~a minute) ...
 REDIS_RETRY_WAIT_S: Final = 2.0  # ... waiting up to this long (half of it at least) between
 RESULT_RETRY_BACKOFF_S: Final = (0.5, 10.0)  # a result waits for Redis: first, longest wait

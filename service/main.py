@@ -10,9 +10,11 @@ from contextlib import asynccontextmanager
 import redis
 import redis.asyncio as aioredis
 from fastapi import FastAPI
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
 
 from core.config import Settings, get_settings
-from core.defaults import REDIS_HEALTH_CHECK_S
+from core.defaults import REDIS_HEALTH_CHECK_S, REDIS_READ_RETRIES
 from core.sink import EpisodeSink
 from core.store import EpisodeStore, ReplyWaiter
 from service.body_limit import BodySizeLimit
@@ -46,8 +48,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sync_redis = redis.Redis.from_url(
             settings.redis_url, health_check_interval=REDIS_HEALTH_CHECK_S
         )
+        # the async client reads (waits, events) and takes an action's lock: a command on a
+        # connection Redis closed (a restart) is retried on a fresh one, not answered 503
         async_redis = aioredis.Redis.from_url(
-            settings.redis_url, health_check_interval=REDIS_HEALTH_CHECK_S
+            settings.redis_url,
+            health_check_interval=REDIS_HEALTH_CHECK_S,
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), REDIS_READ_RETRIES),
         )
         # the episodes the API ends (cancels, deadlines) go to the durable sink too
         sink = EpisodeSink.of(settings, f"api-{socket.gethostname()}-{os.getpid()}")
