@@ -487,24 +487,25 @@ def checked_eq(left: Any, right: Any) -> Any:
         truth = result
     if not truth:
         return result
-    namespace = sys._getframe(1).f_globals  # the test module's: what the tests hold
-    found = _suspect(left, right, namespace) or _suspect(right, left, namespace)
-    if found:
-        sys.audit(CHANNEL, "evidence", "always-equal", found)
-        return False
+    for bad in (_suspect(left, right), _suspect(right, left)):
+        # the test module's namespace says which helpers the tests hold themselves
+        if bad is not None and not _exempt(bad, sys._getframe(1).f_globals):
+            name = type(bad).__qualname__
+            found = f"a {name} equal to values it is not (its __eq__ holds for anything)"
+            sys.audit(CHANNEL, "evidence", "always-equal", found)
+            return False
     return result
 
 
-def _suspect(value: Any, other: Any, namespace: dict[str, Any]) -> str | None:
+def _suspect(value: Any, other: Any) -> Any:
+    """An always-equal value in `value` (itself or inside it), or None."""
     budget = [MAX_VISITS]
     bad = _always_equal(value, budget, 0)
     if bad is None and type(value) not in _SCALARS + _CONTAINERS:
         perturbed = _perturb(other)
         if perturbed is not _Sentinel and _truthy(lambda: value == perturbed):
             bad = value
-    if bad is None or _exempt(bad, namespace):
-        return None
-    return f"a {type(bad).__qualname__} equal to values it is not (its __eq__ holds for anything)"
+    return bad
 
 
 def _always_equal(value: Any, budget: list[int], depth: int) -> Any:
