@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import claimed_database, running_service
-from tests.e2e.helpers import TEST_ADD, episode, run
+from tests.e2e.helpers import TEST_ADD, episode, play, run, writes
 
 WRONG = "def add(a, b):\n    return a - b\n"
 RIGHT = "def add(a, b):\n    return a + b\n"
@@ -207,8 +207,8 @@ def test_image_plugins_load_and_the_workspace_cannot_replace_them(plugged_servic
         assert (result["verdict"], result["reward"]) == ("failed", 0.0), result
 
 
-def interactive(http: httpx.Client, writes: dict[str, str]) -> dict[str, Any]:
-    """An interactive episode whose agent writes `writes`, then finishes."""
+def interactive(http: httpx.Client, files: dict[str, str]) -> dict[str, Any]:
+    """An interactive episode whose agent writes `files`, then finishes."""
     body = {
         "mode": "interactive",
         "task": {
@@ -219,17 +219,7 @@ def interactive(http: httpx.Client, writes: dict[str, str]) -> dict[str, Any]:
             "limits": {"timeout_s": 10},
         },
     }
-    response = http.post("/v1/episodes", json=body)
-    assert response.status_code == 201, response.text
-    episode_id = response.json()["id"]
-    for path, content in writes.items():
-        action = {"type": "write_file", "path": path, "content": content}
-        response = http.post(f"/v1/episodes/{episode_id}/actions", json=action)
-        assert response.status_code == 200, response.text
-    response = http.post(f"/v1/episodes/{episode_id}/finish")
-    assert response.status_code == 200, response.text
-    result: dict[str, Any] = response.json()
-    return result
+    return play(http, body, writes(files))
 
 
 def test_interactive_grading_is_steered_by_the_task_alone(http: httpx.Client) -> None:

@@ -3,34 +3,18 @@
 from __future__ import annotations
 
 import base64
-import io
-import subprocess
-import tarfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.e2e.helpers import git, tarball
+
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
 VISIBLE_TEST = "from calc import add\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n"
 HIDDEN_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-        "HOME": str(repo),
-        "PATH": "/usr/bin:/bin",
-    }
-    return subprocess.run(
-        ["git", *args], cwd=repo, env=env, check=True, text=True, capture_output=True
-    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +38,11 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     git(path, "remote", "add", "origin", "https://example.invalid/calc.git")
     git(path, "update-ref", "refs/remotes/origin/main", fix)
     git(path, "stash", "list")
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        archive.add(path, arcname=".")
+    snapshot = tarball(path)  # before the bundle is made beside it
     git(path, "bundle", "create", str(path / "all.bundle"), "--all")
     bundle = base64.b64encode((path / "all.bundle").read_bytes()).decode()
     return {
-        "archive": base64.b64encode(buffer.getvalue()).decode(),
+        "archive": snapshot,
         "bundle": bundle,
         "base": base,
         "fix": fix,

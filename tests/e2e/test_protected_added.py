@@ -4,15 +4,12 @@ run (`remove`), never a cheat by themselves; a planted conftest.py helps under n
 
 from __future__ import annotations
 
-import base64
-import io
-import subprocess
-import tarfile
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from tests.e2e.helpers import git, play, tarball, writes
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -32,18 +29,6 @@ def pytest_runtest_makereport(item, call):
 POLICIES = ["grade", "remove"]
 
 
-def git(repo: Path, *args: str) -> None:
-    env = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-        "HOME": str(repo),
-        "PATH": "/usr/bin:/bin",
-    }
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     path = tmp_path_factory.mktemp("repo")
@@ -53,13 +38,8 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (path / "tests" / "test_visible.py").write_text(VISIBLE)
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "base")
-    base = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=path, check=True, capture_output=True, text=True
-    ).stdout.strip()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        tar.add(path, arcname=".")
-    return {"archive": base64.b64encode(buffer.getvalue()).decode(), "base": base}
+    base = git(path, "rev-parse", "HEAD")
+    return {"archive": tarball(path), "base": base}
 
 
 def interactive(archive: dict[str, str], policy: str, **extra: Any) -> dict[str, Any]:
@@ -78,22 +58,6 @@ def interactive(archive: dict[str, str], policy: str, **extra: Any) -> dict[str,
             "policy": {"new_protected_files": policy, **extra},
         },
     }
-
-
-def play(http: httpx.Client, body: dict[str, Any], files: dict[str, str]) -> dict[str, Any]:
-    response = http.post("/v1/episodes", json=body)
-    assert response.status_code == 201, response.text
-    episode = response.json()["id"]
-    for path, content in files.items():
-        step = http.post(
-            f"/v1/episodes/{episode}/actions",
-            json={"type": "write_file", "path": path, "content": content},
-        )
-        assert step.status_code == 200, step.text
-    finished = http.post(f"/v1/episodes/{episode}/finish")
-    assert finished.status_code == 200, finished.text
-    result: dict[str, Any] = finished.json()
-    return result
 
 
 def ran(result: dict[str, Any]) -> set[str]:
@@ -116,7 +80,7 @@ def test_an_honest_fix_with_its_own_regression_test_earns_one(
     result = play(
         http,
         interactive(archive, policy),
-        {"calc.py": FIXED, "tests/test_regression.py": REGRESSION},
+        writes({"calc.py": FIXED, "tests/test_regression.py": REGRESSION}),
     )
     assert (result["verdict"], result["reward"]) == ("passed", 1.0), result
     assert not result["cheat"]["detected"] and not any(result["step_rewards"])
@@ -135,7 +99,7 @@ def test_an_added_failing_test_counts_only_when_it_is_graded(
     result = play(
         http,
         interactive(archive, policy),
-        {"calc.py": FIXED, "tests/deep/test_added_fails.py": FAILS_IF_RUN},
+        writes({"calc.py": FIXED, "tests/deep/test_added_fails.py": FAILS_IF_RUN}),
     )
     assert result["verdict"] != "cheat" and not result["cheat"]["detected"], result
     if policy == "grade":
@@ -154,7 +118,9 @@ def test_a_planted_conftest_never_helps(
     """The bug left in, a conftest.py that forces every test to pass (rule filter off:
     the grading structure alone holds)."""
     body = interactive(archive, policy, disabled_rules=["*"])
-    result = play(http, body, {"tests/conftest.py": FORCE_PASS, "tests/test_more.py": FAILS_IF_RUN})
+    result = play(
+        http, body, writes({"tests/conftest.py": FORCE_PASS, "tests/test_more.py": FAILS_IF_RUN})
+    )
     assert result["reward"] == 0.0, result
     assert result["verdict"] == "failed", result
     assert "test_add" in ran(result)

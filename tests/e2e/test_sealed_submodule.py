@@ -3,34 +3,11 @@ checkout of the submodule at the commit its gitlink names, and none of its futur
 
 from __future__ import annotations
 
-import base64
-import io
-import subprocess
-import tarfile
 from pathlib import Path
 
 import httpx
 
-ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "PATH": "/usr/bin:/bin",
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "protocol.file.allow=always", *args],
-        cwd=repo,
-        env={**ENV, "HOME": str(repo)},
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+from tests.e2e.helpers import git, tarball
 
 
 def test_the_agent_sees_the_submodule_at_its_gitlink_only(
@@ -51,21 +28,18 @@ def test_the_agent_sees_the_submodule_at_its_gitlink_only(
     work.mkdir()
     git(work, "init", "-q", "-b", "main")
     (work / "app.py").write_text("from dep.lib import f\n")
-    git(work, "submodule", "add", "-q", f"file://{dep}", "dep")
+    git(work, "-c", "protocol.file.allow=always", "submodule", "add", "-q", f"file://{dep}", "dep")
     git(work / "dep", "checkout", "-q", pinned)
     git(work, "add", "-A")
     git(work, "commit", "-qm", "app on dep")
     base = git(work, "rev-parse", "HEAD")
     git(work / "dep", "checkout", "-q", future)  # the upload's checkout has moved on
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        tar.add(work, arcname=".")
 
     body = {
         "mode": "interactive",
         "task": {
             "image": "python",
-            "repo": {"archive": base64.b64encode(buffer.getvalue()).decode(), "base_commit": base},
+            "repo": {"archive": tarball(work), "base_commit": base},
             "tests": {"files": {"test_app.py": "def test_ok():\n    pass\n"}},
             "limits": {"timeout_s": 30},
             "policy": {"disabled_rules": ["*"]},  # the sealed snapshot itself, seen by real git
