@@ -32,6 +32,7 @@ import httpx
 import redis
 from harness import REPO_ROOT, RESULTS, free_port, write
 from neighbours import PrivateRedis
+from redis_cost import batch
 
 from core.results import ended
 from core.store import EpisodeStore
@@ -96,22 +97,6 @@ class StandIn(threading.Thread):
                 store.finish(result, request=record.request)
 
 
-async def one_round(url: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    limits = httpx.Limits(max_connections=len(bodies) + 2)
-    async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
-        created = await client.post("/v1/episodes/batch", json={"episodes": bodies})
-        created.raise_for_status()
-
-        async def wait(episode_id: str) -> dict[str, Any]:
-            while True:
-                response = await client.get(f"/v1/episodes/{episode_id}", params={"wait": 120})
-                record = response.json()
-                if record["status"] in ("completed", "failed", "cancelled"):
-                    return dict(record)
-
-        return list(await asyncio.gather(*(wait(i) for i in created.json()["ids"])))
-
-
 def bodies_of(problems: list[dict[str, Any]], n: int, tag: str) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
@@ -169,13 +154,13 @@ def main() -> None:
         )
         try:
             wait_up(url)
-            asyncio.run(one_round(url, bodies_of(problems, 20, "warm-up")))
+            asyncio.run(batch(url, bodies_of(problems, 20, "warm-up")))
             rows = []
             for r in range(args.rounds):
                 bodies = bodies_of(problems, args.episodes, f"round-{r}")
                 api0, redis0 = cpu_s(api.pid), redis_cpu(client)
                 stats0 = client.info("stats")
-                asyncio.run(one_round(url, bodies))
+                asyncio.run(batch(url, bodies))
                 api1, redis1 = cpu_s(api.pid), redis_cpu(client)
                 stats1 = client.info("stats")
                 n = args.episodes
@@ -237,7 +222,7 @@ def profile(
         try:
             wait_up(url)
             for r in range(args.rounds):
-                asyncio.run(one_round(url, bodies_of(problems, args.episodes, f"round-{r}")))
+                asyncio.run(batch(url, bodies_of(problems, args.episodes, f"round-{r}")))
         finally:
             server.should_exit = True
 
