@@ -329,7 +329,9 @@ class Janitor:
         assert self.engine is not None
         for episode_id, container_id in list(self.holding.items()):
             status = self.store.status(episode_id)
-            if status is None or status.terminal:
+            # still held after the read: an episode that ended normally meanwhile let go of
+            # its container first, which a pool may have handed to the next episode already
+            if (status is None or status.terminal) and self.holding.get(episode_id) == container_id:
                 self.engine.remove(container_id)
                 self.holding.pop(episode_id, None)
                 self.store.release(self.host, episode_id)
