@@ -35,6 +35,8 @@ writes it back, to the run's `report` path, only after the last program returned
 bootstrap runs in a fork of the in-sandbox runner (`Run.python`), with no interpreter to
 start, and the defences come with their bytecode (`seal.defences_bytecode`): the grading
 of a HumanEval problem costs the sandbox ~20 ms of CPU where a `python3` start alone is ~17.
+The grader's files that are alike in every episode (bootstrap, plugin, defences) are shared
+files (`protocol.share`): a pooled sandbox is given them once, not with every episode.
 
 A task in a compiled language (`task.language`, `core.languages`) compiles in its own run
 just before the tests, after the seal, within `limits.compile_timeout_s` and the output
@@ -63,7 +65,30 @@ from workers.evaluation.seal import (
     new_run,
     plugin_source,
 )
-from workers.sandbox.protocol import WORKSPACE, KillAll, MakeDir, Op, Results, Run, Scrub, Write
+from workers.sandbox.protocol import (
+    WORKSPACE,
+    KillAll,
+    MakeDir,
+    Op,
+    Results,
+    Run,
+    Scrub,
+    Write,
+    share,
+)
+
+
+def _grader_file(name: str, content: str | bytes) -> str:
+    return share(f"grader/{name}", content.encode() if isinstance(content, str) else content)
+
+
+# The grader's files that are alike in every episode, as shared files: registered when this
+# module is imported, so that a pooled sandbox started afterwards is given them once.
+DEFENCES = {DEFENCES_NAME: _grader_file(DEFENCES_NAME, defences_source())} | {
+    path: _grader_file(path, data) for path, data in defences_bytecode().items()
+}
+BOOTSTRAP = _grader_file("assert_bootstrap.py", marker.bootstrap_source())
+PLUGIN = _grader_file("grader_plugin.py", plugin_source())
 
 # Files that change how Python or pytest behave when merely present in the tree. A
 # distribution's metadata registers code through its `entry_points.txt` (the `*.dist-info`
@@ -204,15 +229,18 @@ def grading_plan(
         output_bytes=limits.output_bytes,
         report=report if task.tests.format is TestFormat.junit else None,
     )
-    grader_files = {
-        "pytest.ini": "[pytest]\n",
-        "key.json": secret,
-        f"plugin/{plugin}.py": plugin_source(),
-        DEFENCES_NAME: defences_source(),
-    }
+    grader_files = {"pytest.ini": "[pytest]\n", "key.json": secret}
+    shared = {f"plugin/{plugin}.py": PLUGIN, **DEFENCES}
     compile_run = compile_step(task, env)
     ops = _sealed_run(
-        task, grader, grader_files, test, keep=keep, restore=restore, compile_run=compile_run
+        task,
+        grader,
+        grader_files,
+        shared,
+        test,
+        keep=keep,
+        restore=restore,
+        compile_run=compile_run,
     )
     return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s, compile=compile_run)
 
@@ -249,14 +277,10 @@ def _assert_plan(
         output_bytes=limits.output_bytes,
         report=path,
     )
-    grader_files = {
-        marker.NONCE_NAME: json.dumps(
-            {"run": run, "nonce": nonce, "marker": path, "strict": task.repo is None}
-        ),
-        bootstrap.rsplit("/", 1)[1]: marker.bootstrap_source(),
-        DEFENCES_NAME: defences_source(),
-    }
-    ops = _sealed_run(task, grader, grader_files, test, keep=keep, restore=restore)
+    config = {"run": run, "nonce": nonce, "marker": path, "strict": task.repo is None}
+    grader_files = {marker.NONCE_NAME: json.dumps(config)}
+    shared = {bootstrap.rsplit("/", 1)[1]: BOOTSTRAP, **DEFENCES}
+    ops = _sealed_run(task, grader, grader_files, shared, test, keep=keep, restore=restore)
     return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s)
 
 
@@ -264,13 +288,15 @@ def _sealed_run(
     task: TaskSpec,
     grader: str,
     grader_files: dict[str, str],
+    shared: dict[str, str],
     test: Run,
     *,
     keep: set[str],
     restore: Mapping[str, str | bytes],
     compile_run: Run | None = None,
 ) -> list[Op[Any]]:
-    """Kill, scrub and restore, write the tests and the private grader directory, run."""
+    """Kill, scrub and restore, write the tests and the private grader directory (its
+    per-run files, and `shared`: those alike in every episode), run."""
     ops: list[Op[Any]] = [
         KillAll(),
         Scrub(names=list(STEERING_FILES), keep=sorted(keep | set(restore))),
@@ -285,7 +311,7 @@ def _sealed_run(
         Write(files=task.tests.files, binary=task.tests.binary_files),
         MakeDir(path=grader),
         MakeDir(path=f"{grader}/home"),
-        Write(root=grader, files=grader_files, binary=defences_bytecode()),
+        Write(root=grader, files=grader_files, shared=shared),
         *([compile_run] if compile_run is not None else []),
         test,
         KillAll(),

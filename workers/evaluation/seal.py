@@ -8,7 +8,6 @@ arms (see `assets/grader_plugin.py` for what that does and does not protect agai
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import json
@@ -69,11 +68,11 @@ def defences_source() -> str:
 
 
 @cache
-def defences_bytecode() -> dict[str, str]:
+def defences_bytecode() -> dict[str, bytes]:
     """The defences compiled once per worker, as the pyc (unchecked-hash: their source is
     never read again) an interpreter of this worker's version finds beside `defences.py`
     and loads without compiling it, ~4 ms of every test run. Path under the grader
-    directory → base64. Another version looks for another name, and compiles the source."""
+    directory → content. Another version looks for another name, and compiles the source."""
     tag = sys.implementation.cache_tag
     if tag is None:
         return {}
@@ -87,8 +86,7 @@ def defences_bytecode() -> dict[str, str]:
             invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
         )
         data = pyc.read_bytes()
-    name = f"__pycache__/{DEFENCES_NAME.removesuffix('.py')}.{tag}.pyc"
-    return {name: base64.b64encode(data).decode()}
+    return {f"__pycache__/{DEFENCES_NAME.removesuffix('.py')}.{tag}.pyc": data}
 
 
 @cache

@@ -4,7 +4,8 @@ A pooled sandbox is a locked-down container like any other (no network unless th
 policy gives it the honeypot's, read-only root, no new privileges, its own memory, cpu and
 pids limits) whose root server (`assets/pool_server.py`) stays attached to this worker.
 An episode is one line to the server and one line back: no container to create, start and
-remove, and no `docker exec`. The server runs each episode as a fresh uid in its own
+remove, and no `docker exec`; the files every episode writes (the grader's) are given to
+the server once, when it starts. The server runs each episode as a fresh uid in its own
 session, with its own 0700 workspace, home and temporary directory and its rlimits, kills
 whatever it started at its end, removes its files and checks that nothing is left.
 
@@ -22,6 +23,7 @@ import secrets
 import select
 import time
 import uuid
+from base64 import b64encode
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
@@ -37,7 +39,7 @@ from workers.sandbox.docker import (
     Usage,
 )
 from workers.sandbox.pool import StartedPool
-from workers.sandbox.protocol import EXIT_NO_MEMORY, Program, Reply, Results
+from workers.sandbox.protocol import EXIT_NO_MEMORY, SHARED_FILES, Program, Reply, Results
 from workers.sandbox.sandbox import (
     ASSETS,
     BOOT,
@@ -126,6 +128,7 @@ class PooledRunner:
 
     container: Container
     stream: ServerStream
+    shared: frozenset[str] = frozenset()  # the shared files its server was given
     served: int = 0
     recycle: str | None = None  # why it must not serve another episode
 
@@ -153,7 +156,7 @@ class PooledSandbox(Sandbox):
         spec = self.container.spec
         runner.served += 1
         message = {
-            "request": program.request(nonce).decode(),
+            "request": program.request(nonce, runner.shared).decode(),
             "timeout_s": timeout_s,
             "limits": {
                 "RLIMIT_NPROC": spec.pids,
@@ -299,6 +302,8 @@ class RunnerPool(StartedPool[PooledRunner]):
             stream = ServerStream(attached)
             source = server_source()
             attached.sock.sendall(b"%d\n" % len(source) + source)
+            shared = dict(SHARED_FILES)
+            stream.send({"shared": {n: b64encode(c).decode() for n, c in shared.items()}})
             ready = stream.receive(time.monotonic() + SERVER_START_S)
             if ready.get("ready") is not True:
                 raise ServerGone(f"the server did not start: {ready}")
@@ -308,7 +313,7 @@ class RunnerPool(StartedPool[PooledRunner]):
         except SandboxError:
             self.engine.remove(container.id)
             raise
-        return PooledRunner(container=container, stream=stream)
+        return PooledRunner(container=container, stream=stream, shared=frozenset(shared))
 
     def _remove(self, item: PooledRunner) -> None:
         item.stream.close()

@@ -216,6 +216,7 @@ class Write(Op[WriteResult]):
     kind = "write"
     files: dict[str, str] = {}  # path -> text
     binary: dict[str, str] = {}  # path -> base64
+    shared: dict[str, str] = {}  # path -> the name of a shared file (`share`)
     root: str = WORKSPACE
 
 
@@ -391,6 +392,36 @@ def error_from_wire(data: object) -> RunnerError | None:
     return error
 
 
+# ---------------------------------------------------------------------------- shared files
+
+# Files every episode writes and that are the same for all (the grader's bootstrap and
+# defences, ~90 kB an episode): by name → content. On the worker, what it can give a runner;
+# in a sandbox, what its runner was given when it started (a pooled sandbox's server is given
+# them once). A `Write` names them in `shared`; a request carries a shared file's content only
+# when the runner does not have it (`Program.request`).
+SHARED_FILES: dict[str, bytes] = {}
+
+
+def share(name: str, content: bytes) -> str:
+    """Register a shared file (the same content every time: it is given to a runner once)."""
+    if SHARED_FILES.setdefault(name, content) != content:
+        raise ValueError(f"shared file {name!r} registered twice with different content")
+    return name
+
+
+def _carrying(data: dict[str, Any], present: frozenset[str]) -> dict[str, Any]:
+    """A wire `Write` with the shared files the runner does not have carried inline."""
+    missing = {p: n for p, n in data["shared"].items() if n not in present}
+    if not missing:
+        return data
+    import base64
+
+    binary = {**data["binary"]}
+    binary.update({p: base64.b64encode(SHARED_FILES[n]).decode() for p, n in missing.items()})
+    shared = {p: n for p, n in data["shared"].items() if p not in missing}
+    return {**data, "binary": binary, "shared": shared}
+
+
 # ---------------------------------------------------------------------------- programs
 
 
@@ -414,8 +445,14 @@ class Program:
         except KeyError:
             raise KeyError(f"{op.kind} is not an operation of this program") from None
 
-    def request(self, nonce: str) -> bytes:
-        ops = [{**to_wire(op), "id": self._ids[id(op)]} for op in self.ops]
+    def request(self, nonce: str, shared: frozenset[str] = frozenset()) -> bytes:
+        """The request, for a runner that holds the `shared` files (by name)."""
+        ops = []
+        for op in self.ops:
+            data = {**to_wire(op), "id": self._ids[id(op)]}
+            if isinstance(op, Write) and op.shared:
+                data = _carrying(data, shared)
+            ops.append(data)
         return json.dumps({"nonce": nonce, "ops": ops}).encode()
 
 

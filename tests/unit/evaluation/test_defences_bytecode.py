@@ -3,7 +3,6 @@ without compiling the source (it never reads the source at all)."""
 
 from __future__ import annotations
 
-import base64
 import sys
 from importlib import util
 from pathlib import Path
@@ -16,7 +15,7 @@ def test_the_pyc_beside_the_defences_is_what_their_import_loads(tmp_path: Path) 
     source.write_text("raise SystemExit('the source was compiled')\n")  # never read
     for name, data in defences_bytecode().items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_bytes(base64.b64decode(data))
+        (tmp_path / name).write_bytes(data)
     spec = util.spec_from_file_location("_defences_under_test", source)
     assert spec is not None and spec.loader is not None
     module = util.module_from_spec(spec)

@@ -21,7 +21,9 @@ from workers.sandbox.sandbox import BOOT, runner_source
 SECRET = "grader-secret-4f1c"  # in the request only, as the grader's nonce file is
 
 
-def run_forked(tmp_path: Path, program: str, *, timeout_s: float = 10.0) -> RunResult:
+def run_forked(
+    tmp_path: Path, program: str, *, timeout_s: float = 10.0, prelude: str = ""
+) -> RunResult:
     run = Run(
         command="python3 -I -B main.py one two",
         python=["main.py", "one", "two"],
@@ -30,7 +32,7 @@ def run_forked(tmp_path: Path, program: str, *, timeout_s: float = 10.0) -> RunR
         timeout_s=timeout_s,
     )
     ops = [Write(root=str(tmp_path), files={"main.py": program, "nonce.json": SECRET}), run]
-    source = runner_source()
+    source = runner_source().replace(b"\nlaunch(main)\n", f"\n{prelude}launch(main)\n".encode())
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-c", BOOT],
         input=b"%d\n" % len(source) + source + Program(ops).request("n"),
@@ -112,3 +114,18 @@ def test_nothing_of_the_request_is_on_the_program_s_stack(tmp_path: Path) -> Non
 def test_a_program_that_runs_too_long_is_ended_at_its_timeout(tmp_path: Path) -> None:
     result = run_forked(tmp_path, "while True:\n    pass\n", timeout_s=0.5)
     assert result.timed_out and result.duration_s < 5
+
+
+def test_a_script_the_runner_holds_compiled_runs_from_that_code_under_its_path(
+    tmp_path: Path,
+) -> None:
+    program = "raise ValueError('compiled here')\n"
+    # the held code is told apart from the file's by what it does (a server holds the same)
+    held = "def f():\n    raise ValueError('held code')\nf()\n"
+    prelude = f"COMPILED[{program.encode()!r}] = compile({held!r}, 'shared.py', 'exec')\n"
+    result = run_forked(tmp_path, program, prelude=prelude)
+    assert result.exit_code == 1
+    assert "ValueError: held code" in result.stderr
+    assert 'File "main.py", line 2, in f' in result.stderr  # every frame named for the file
+    other = run_forked(tmp_path, "raise ValueError('its own')\n", prelude=prelude)
+    assert "ValueError: its own" in other.stderr

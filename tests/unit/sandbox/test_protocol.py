@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import errno
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +48,7 @@ from workers.sandbox.protocol import (
     commands_time_s,
     decode_request,
 )
-from workers.sandbox.sandbox import runner_source
+from workers.sandbox.sandbox import BOOT, runner_source
 
 OPS: list[Op[Any]] = [
     Write(files={"a.py": "x = 1\n"}, binary={"b.bin": "AAE="}, root="/tmp"),
@@ -222,3 +224,38 @@ def test_the_runner_streamed_into_the_sandbox_shares_the_protocol_source() -> No
     assert source.startswith(protocol_source)
     compile(source, "proctor-runner", "exec")  # the two form one valid script
     assert "from workers" not in source.replace("    from workers.sandbox.protocol import", "")
+
+
+def test_a_shared_file_travels_by_name_only_to_a_runner_that_holds_it(tmp_path: Path) -> None:
+    name = protocol.share("test/shared.bin", b"\x00shared content\xff" * 100)
+    assert protocol.share(name, b"\x00shared content\xff" * 100) == name  # again, alike
+    with pytest.raises(ValueError, match="different content"):
+        protocol.share(name, b"other")
+    write = Write(root=str(tmp_path), files={"own.txt": "own"}, shared={"a/copy.bin": name})
+    program = Program([write])
+
+    held = json.loads(program.request("n", frozenset({name})))["ops"][0]
+    assert held["shared"] == {"a/copy.bin": name} and held["binary"] == {}
+    carried = json.loads(program.request("n"))["ops"][0]
+    assert carried["shared"] == {} and "a/copy.bin" in carried["binary"]
+    assert len(program.request("n")) > len(program.request("n", frozenset({name}))) + 1000
+
+    # the runner writes a shared file from what it was given, or from the request
+    source = runner_source()
+    for given, request in (
+        (name, program.request("n", frozenset({name}))),
+        ("", program.request("n")),
+    ):
+        preload = f"SHARED_FILES[{given!r}] = {protocol.SHARED_FILES[name]!r}\n" if given else ""
+        script = source.replace(b"\nlaunch(main)\n", f"\n{preload}launch(main)\n".encode())
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", BOOT],
+            input=b"%d\n" % len(script) + script + request,
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+        assert json.loads(done.stdout)["error"] is None
+        assert (tmp_path / "a/copy.bin").read_bytes() == protocol.SHARED_FILES[name]
+        assert (tmp_path / "own.txt").read_text() == "own"
+        (tmp_path / "a/copy.bin").unlink()

@@ -2,7 +2,8 @@
 
 Streamed into `python3 -I -S` after protocol.py and runner.py (their names are this
 script's globals at run time), started once per pooled sandbox and kept attached to the
-worker: one JSON request per line in on stdin, one JSON status per line out on stdout.
+worker: the shared files first (one line), then one JSON request per line in on stdin, one
+JSON status per line out on stdout.
 
 The sandbox has every protection a fresh one has (no network, read-only root, no new
 privileges, its memory, cpu and pids limits) and gives this server only the capabilities
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # at run time protocol.py's and runner.py's sources define these
     from workers.sandbox.assets.runner import (
+        COMPILED,
         STATE,
         Become,
         execute,
@@ -37,7 +39,13 @@ if TYPE_CHECKING:  # at run time protocol.py's and runner.py's sources define th
         oom_kills,
         processes,
     )
-    from workers.sandbox.protocol import EXIT_NO_MEMORY, WORKSPACE, Reply, decode_request
+    from workers.sandbox.protocol import (
+        EXIT_NO_MEMORY,
+        SHARED_FILES,
+        WORKSPACE,
+        Reply,
+        decode_request,
+    )
 
 FIRST_UID = 100_000  # an episode's uid is above every uid of the image
 HOME = os.environ.get("HOME", "/home/sandbox")
@@ -314,7 +322,19 @@ def warm() -> None:
     gc.freeze()
 
 
+def take_shared(line: bytes) -> None:
+    """The shared files (`protocol.share`), given once as the first line: the episodes'
+    requests name them instead of carrying them, and the scripts among them run compiled."""
+    import base64
+
+    for name, data in json.loads(line)["shared"].items():
+        content = SHARED_FILES[name] = base64.b64decode(data)
+        if name.endswith(".py"):  # a program an episode may run (the grading bootstrap)
+            COMPILED[content] = compile(content, name, "exec", dont_inherit=True)
+
+
 def serve() -> None:
+    take_shared(sys.stdin.buffer.readline())
     warm()
     harden()  # a subreaper: what an episode leaves behind comes to us to be killed
     out = sys.stdout.buffer

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, d
     from collections.abc import Callable
 
     from workers.sandbox.protocol import (
+        SHARED_FILES,
         Find,
         FindResult,
         KillAll,
@@ -86,6 +87,9 @@ FORK_TRIES = 6
 SCRATCH_MOUNTS = ("/tmp", "/dev/shm")
 FULL_FRACTION = 0.9  # a scratch mount or the memory cgroup this full is emptied at killall
 STATE = {"sealed": False, "site": False}  # site: the site directories are on sys.path
+# scripts compiled before this process forked, by source (a pooled server compiles the shared
+# files' once): `run_main` takes the code instead of compiling the same bytes again
+COMPILED: dict[bytes, Any] = {}
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -127,6 +131,7 @@ def op_write(op: Write) -> WriteResult:
 
     contents = {p: t.encode("utf-8") for p, t in op.files.items()}
     contents.update({p: base64.b64decode(d) for p, d in op.binary.items()})
+    contents.update({p: SHARED_FILES[name] for p, name in op.shared.items()})
     for path, data in contents.items():
         full = inside(op.root, path)
         clear(full)
@@ -530,7 +535,14 @@ def run_main(path: str) -> None:
     from importlib.machinery import SourceFileLoader
 
     with open(path, "rb") as handle:
-        code = compile(handle.read(), path, "exec", dont_inherit=True)
+        source = handle.read()
+    code = COMPILED.get(source)
+    if code is None:
+        code = compile(source, path, "exec", dont_inherit=True)
+    else:  # this process's own copy (a fork): named for the file, as compiling it would
+        import _imp
+
+        _imp._fix_co_filename(code, path)  # type: ignore[attr-defined]
     module = types.ModuleType("__main__")
     module.__dict__.update(
         __file__=path,
