@@ -12,9 +12,11 @@ Names are resolved through imports and simple assignments (`import os as o`,
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 import math
 import re
+from typing import Any
 
 from anticheat.analysis import limits
 from anticheat.analysis.limits import (
@@ -25,14 +27,13 @@ from anticheat.analysis.limits import (
     MAX_PY_TOTAL,
 )
 from anticheat.analysis.python.calls import DECODERS, EXITS, HARNESS_MODULES, CallEffects
+from anticheat.analysis.python.equality import EQ_NAMES, always_answers
 from anticheat.analysis.python.facts import PyFacts
 from anticheat.analysis.python.folding import (
     UNKNOWN,
     Lazy,
-    constant_returns,
     fold,
     harness_env,
-    ignores_other,
     is_main_guard,
     is_runner,
     is_skip_mark,
@@ -42,6 +43,7 @@ from anticheat.analysis.python.folding import (
     truthy,
     unbounded,
 )
+from anticheat.analysis.python.frames import FRAME_SOURCES, caller_uses
 
 __all__ = ["PyFacts", "analyze_python"]
 
@@ -112,8 +114,7 @@ def _within_tokens(source: str, facts: PyFacts, budget: limits.Budget) -> str:
     return source[:end].rsplit("\n", 1)[0]
 
 
-EQ_NAMES = ("__eq__", "__ne__")
-EQ_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_CLASS_MAKERS = frozenset({"type", "builtins.type", "types.new_class", "types.prepare_class"})
 # what hands a frame (and through `f_back` every caller's locals and source) to the code
 FRAME_FUNCS = frozenset(
     {
@@ -149,12 +150,16 @@ class _Analyzer(CallEffects):
         self.calls_from: dict[str, set[str]] = {}  # fn -> local functions it calls
         self.forking: set[str] = set()
         self.consts: dict[str, str] = {}
+        self.seqs: dict[str, ast.expr] = {}
+        self.frames_seen = False  # a caller's frame is taken somewhere: follow where it goes
+        self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}  # module-level
 
     # ------------------------------------------------------------------ driver
 
     def run(self, tree: ast.Module) -> None:
         stores: dict[str, int] = {}  # how often each name is bound, anywhere
         texts: dict[str, str] = {}  # names bound to a constant string
+        seqs: dict[str, ast.expr] = {}  # names bound to a list or tuple display
         for node in ast.walk(tree):  # names first: flow-insensitive is enough here
             if isinstance(node, ast.Name):
                 if not isinstance(node.ctx, ast.Load):
@@ -185,6 +190,8 @@ class _Analyzer(CallEffects):
                     self.alias.setdefault(node.targets[0].id, r)
                 if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
                     texts[node.targets[0].id] = node.value.value
+                elif isinstance(node.value, (ast.List, ast.Tuple)):
+                    seqs[node.targets[0].id] = node.value
             elif isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name):
                 r = self.resolve(node.context_expr)
                 if r is not None:
@@ -196,10 +203,21 @@ class _Analyzer(CallEffects):
                 and ("://" in node.value or _IPV4.match(node.value))
             ):
                 self.f.urls.append(node.value[:300])
+        self.defs = {
+            st.name: st
+            for st in tree.body
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and stores.get(st.name, 0) == 0
+        }
         # `p = 'tests/test_x.py'` bound once and never again: `open(p, 'w')` opens that path
         self.consts = {k: v for k, v in texts.items() if stores.get(k) == 1}
+        self.seqs = {k: v for k, v in seqs.items() if stores.get(k) == 1}
         self.body(tree.body, fn=None, guarded=False, loop=None)
         self.exits_summary(tree)
+        if self.frames_seen:
+            for use in caller_uses(tree, self.resolve):
+                found = self.f.caller_source if use.kind == "source" else self.f.caller_patches
+                found.append(use.detail)
 
     def body(
         self, stmts: list[ast.stmt], fn: str | None, guarded: bool, loop: ast.AST | None
@@ -294,14 +312,11 @@ class _Analyzer(CallEffects):
                 and item.targets[0].id in ("__eq__", "__ne__")
             ):
                 target_name, value = item.targets[0].id, item.value
-            if target_name is not None and value is not None:
-                want = target_name == "__eq__"
-                if constant_returns(value) == want or (
-                    want and isinstance(value, EQ_FUNCS) and ignores_other(value)
-                ):
-                    self.f.always_equal.append(
-                        f"class `{st.name}` defines `{target_name}` that always returns {want}"
-                    )
+            if target_name is not None and value is not None and self.always(value, target_name):
+                self.f.always_equal.append(
+                    f"class `{st.name}` defines `{target_name}` that always returns "
+                    f"{target_name == '__eq__'}"
+                )
         self.body(st.body, f"{st.name}" if fn is None else fn, guarded, None)
 
     # ------------------------------------------------------------------ expressions
@@ -313,6 +328,7 @@ class _Analyzer(CallEffects):
             elif isinstance(sub, ast.Attribute):
                 if sub.attr in ("f_locals", "f_globals", "f_back"):
                     self.f.frame_reads.append(f"reads a frame's `{sub.attr}`: {src(sub)}")
+                    self.frames_seen = self.frames_seen or sub.attr == "f_back"
                 elif sub.attr in ("__file__", "__path__") and len(self.f.locations) < 16:
                     owner = self.resolve(sub.value)
                     if owner:
@@ -399,8 +415,13 @@ class _Analyzer(CallEffects):
             name == "sys._getframe" and node.args and fold(node.args[0]) not in (0, False)
         ):  # its own frame (`currentframe()`, `_getframe()`) is what a name lookup needs
             self.f.frame_reads.append(f"takes a frame of the running code: {how}")
+            self.frames_seen = self.frames_seen or name in FRAME_SOURCES or "_getframe" in name
         elif name == "setattr" and len(node.args) >= 3 and fold(node.args[1]) in EQ_NAMES:
             self.eq_patch(str(fold(node.args[1])), node.args[2], how)
+        elif name == "setattr" and len(node.args) >= 3 and isinstance(loop, ast.For):
+            self.eq_patch_in_loop(node, loop, how)
+        elif name in _CLASS_MAKERS:
+            self.class_namespace(node, how)
         elif name in ("setattr", "unittest.mock.patch.object", "mock.patch.object") and node.args:
             target = self.resolve(node.args[0])
             if target and is_runner(target, fold(node.args[1]) if len(node.args) > 1 else None):
@@ -459,22 +480,64 @@ class _Analyzer(CallEffects):
             inner = analyze_python(text, self.level + 1)
             _merge(self.f, inner)
 
+    def always(self, value: ast.AST, name: str) -> bool:
+        """Whether `value` bound as `__eq__`/`__ne__` always says "equal" (a module-level
+        function given by name is read where it is defined)."""
+        if isinstance(value, ast.Name) and value.id in self.defs:
+            value = self.defs[value.id]
+        return always_answers(value, name, self.resolve)
+
     def eq_patch(self, name: str, value: ast.expr | None, how: object) -> None:
         """`__eq__`/`__ne__` set on a class after its body (assignment or `setattr`)."""
-        want = name == "__eq__"
-        if value is not None and (
-            constant_returns(value) == want
-            or (want and isinstance(value, ast.Lambda) and ignores_other(value))
-        ):
-            self.f.always_equal.append(f"sets `{name}` that always returns {want}: {how}")
+        if value is not None and self.always(value, name):
+            self.f.always_equal.append(
+                f"sets `{name}` that always returns {name == '__eq__'}: {how}"
+            )
         else:
             self.f.eq_patches.append(f"sets `{name}` after the class body: {how}")
+
+    def eq_patch_in_loop(self, node: ast.Call, loop: ast.For, how: object) -> None:
+        """`for op, v in (('eq', True), …): setattr(C, '__' + op + '__', …)`: the loop
+        unrolled over its constant items, so a name built from them is known."""
+        items = fold(loop.iter)
+        if not isinstance(items, tuple) or not 0 < len(items) <= 16:
+            return
+        names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+        if not names or fold(node.args[1]) is not UNKNOWN:
+            return
+        for item in items:
+            env = _bind_target(loop.target, item)
+            if env is None:
+                return
+            name = fold(_substitute(node.args[1], env))
+            if name in EQ_NAMES:
+                self.eq_patch(str(name), _substitute(node.args[2], env), how)
+
+    def class_namespace(self, node: ast.Call, how: object) -> None:
+        """`type(name, bases, {'__eq__': …})`, `types.new_class(…, exec_body)`: a class
+        whose namespace is a dict (or filled by a function) given in the call."""
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Dict):
+                for key, value in zip(sub.keys, sub.values, strict=True):
+                    name = fold(key) if key is not None else None
+                    if name in EQ_NAMES:
+                        self.eq_patch(str(name), value, how)
+            elif isinstance(sub, ast.Call) and self.resolve(sub.func) == "dict":
+                for kw in sub.keywords:
+                    if kw.arg in EQ_NAMES:
+                        self.eq_patch(kw.arg, kw.value, how)
 
     def assignment(self, st: ast.Assign | ast.AugAssign | ast.AnnAssign, fn: str | None) -> None:
         targets = st.targets if isinstance(st, ast.Assign) else [st.target]
         for t in targets:
             if isinstance(t, ast.Attribute) and t.attr in EQ_NAMES:
                 self.eq_patch(t.attr, st.value, Lazy(st))
+            elif isinstance(t, ast.Subscript) and fold(t.slice) in EQ_NAMES:
+                if st.value is not None and self.always(st.value, str(fold(t.slice))):
+                    self.f.always_equal.append(
+                        f"puts an `{fold(t.slice)}` that always says equal in a class "
+                        f"namespace: {Lazy(st)}"
+                    )
             elif isinstance(t, ast.Attribute):
                 base = self.resolve(t.value)
                 if base and is_runner(base, t.attr):
@@ -562,6 +625,41 @@ def _rewrites_found_code(st: ast.AST) -> bool:
         elif isinstance(n, ast.Constant) and isinstance(n.value, str):
             by_name = by_name or n.value.startswith(("test", "Test"))
     return stores and by_name
+
+
+def _bind_target(target: ast.expr, value: object) -> dict[str, object] | None:
+    """The names a `for` target binds to one item (`a, b` to a pair); None if it cannot."""
+    if isinstance(target, ast.Name):
+        return {target.id: value}
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, tuple):
+        if len(target.elts) != len(value):
+            return None
+        env: dict[str, object] = {}
+        for elt, v in zip(target.elts, value, strict=True):
+            sub = _bind_target(elt, v)
+            if sub is None:
+                return None
+            env.update(sub)
+        return env
+    return None
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, env: dict[str, object]) -> None:
+        self.env = env
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.env:
+            value: Any = self.env[node.id]  # a folded constant: str, bytes, a number, a tuple
+            return ast.copy_location(ast.Constant(value), node)
+        return node
+
+
+def _substitute(node: ast.expr, env: dict[str, object]) -> ast.expr:
+    """A copy of `node` with the loop's names replaced by one iteration's constants."""
+    out = _Substitute(env).visit(copy.deepcopy(node))
+    assert isinstance(out, ast.expr)
+    return out
 
 
 def _merge(into: PyFacts, other: PyFacts) -> None:

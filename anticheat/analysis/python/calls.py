@@ -68,13 +68,17 @@ _SHELL = {
     "subprocess.Popen": False,
     "pty.spawn": False,
     "asyncio.create_subprocess_exec": False,
-    "os.execvp": False,
-    "os.execv": False,
-    "os.execlp": False,
-    "os.spawnlp": False,
-    "os.posix_spawn": False,
-    "os.posix_spawnp": False,
+    **dict.fromkeys(
+        (
+            "os.execv os.execve os.execvp os.execvpe os.execl os.execle os.execlp os.execlpe "
+            "os.spawnv os.spawnve os.spawnvp os.spawnvpe os.spawnl os.spawnle os.spawnlp "
+            "os.spawnlpe os.posix_spawn os.posix_spawnp"
+        ).split(),
+        False,
+    ),
 }
+# a word of an argv list only known at run time, as the shell would see it
+_RUNTIME_WORD = '"$PYARG"'
 DECODERS = tuple(
     (
         "base64. binascii. codecs.decode zlib.decompress bytes.fromhex marshal.loads "
@@ -99,6 +103,7 @@ class CallEffects:
     calls_from: dict[str, set[str]]
     forking: set[str]
     consts: dict[str, str]  # names bound once, to a constant string
+    seqs: dict[str, ast.expr]  # names bound once, to a list or tuple display
 
     def resolve(self, node: ast.AST | None, _d: int = 0) -> str | None:
         raise NotImplementedError
@@ -292,20 +297,90 @@ class CallEffects:
             self.f.network.append((name, targets, dynamic, str(how)))
         shell = _SHELL.get(name)
         if shell is not None and args:
-            value = fold(args[0])
-            use_shell = shell or any(
-                k.arg == "shell" and fold(k.value) is True for k in node.keywords
-            )
-            if isinstance(value, str):
-                self.f.shell.append((value if use_shell else shlex.quote(value), True, str(how)))
-            elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-                self.f.shell.append((shlex.join(value), True, str(how)))
-            elif name.startswith(("os.exec", "os.spawn")) and all(
-                isinstance(fold(a), str) for a in args[1:]
-            ):
-                self.f.shell.append((shlex.join([str(fold(a)) for a in args[1:]]), True, str(how)))
-            else:
-                self.f.shell.append((src(args[0]), False, str(how)))
+            self.command(name, node, shell, how)
+
+    def command(self, name: str, node: ast.Call, shell: bool, how: object) -> None:
+        """The command a process-starting call runs, as shell text: a string as the shell
+        reads it, an argv (a list, a name bound to one, `os.exec*`'s arguments) word by
+        word, with the words only known at run time as a shell variable. Static when its
+        program is known: then it is screened as the command it is."""
+        args = node.args
+        use_shell = shell or any(k.arg == "shell" and fold(k.value) is True for k in node.keywords)
+        words: list[str | None] | None
+        if name.startswith(("os.execl", "os.spawnl")):
+            words = self.words(args[2 if name.startswith("os.spawn") else 1 :])
+            if name.endswith("e") and words:
+                words = words[:-1]  # the environment
+        elif name.startswith(("os.exec", "os.spawn", "os.posix_spawn")):
+            at = 2 if name.startswith("os.spawn") else 1
+            words = self.argv(args[at]) if len(args) > at else None
+        elif name == "asyncio.create_subprocess_exec":
+            words = self.words(args)
+        else:
+            text = self.shell_text(args[0]) if use_shell else None
+            if text is not None:
+                self.f.shell.append((text, True, str(how)))
+                return
+            words = self.argv(args[0])
+            if words is None and not use_shell:
+                value = self.text_of(args[0])
+                words = [value] if isinstance(value, str) else None
+        if words and isinstance(words[0], str):
+            text = " ".join(_RUNTIME_WORD if w is None else shlex.quote(w) for w in words)
+            self.f.shell.append((text, True, str(how)))
+        else:
+            self.f.shell.append((src(args[0]) if args else name, False, str(how)))
+
+    def words(self, nodes: list[ast.expr]) -> list[str | None]:
+        out: list[str | None] = []
+        for e in nodes:
+            if isinstance(e, ast.Starred):
+                out += self.argv(e.value) or [None]
+                continue
+            v = self.text_of(e)
+            out.append(v if isinstance(v, str) else None)
+        return out
+
+    def argv(self, node: ast.expr, _depth: int = 0) -> list[str | None] | None:
+        """The words of an argv expression (None for each unknown one), or None when it is
+        no list: `['git', 'show', sha]`, `GIT + ['log']`, `[*base, x]`, a name bound to one."""
+        if _depth > 4:
+            return None
+        if isinstance(node, ast.Name) and node.id in self.seqs:
+            node = self.seqs[node.id]
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return self.words(node.elts)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left = self.argv(node.left, _depth + 1)
+            if left is None:
+                return None
+            return left + (self.argv(node.right, _depth + 1) or [None])
+        value = fold(node)
+        if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
+            return list(value)
+        return None
+
+    def shell_text(self, node: ast.expr, _depth: int = 0) -> str | None:
+        """A command string as the shell gets it, its parts only known at run time as a
+        shell variable: `f"git show {sha}"` → `git show ${PYARG}`. None unless it starts
+        with known text."""
+        value = self.text_of(node)
+        if isinstance(value, str):
+            return value
+        if _depth > 8:
+            return None
+        if isinstance(node, ast.JoinedStr):
+            parts = [self.text_of(v) if isinstance(v, ast.Constant) else None for v in node.values]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            parts = [
+                self.shell_text(node.left, _depth + 1),
+                self.shell_text(node.right, _depth + 1),
+            ]
+        else:
+            return None
+        if not isinstance(parts[0], str) or not parts[0].strip():
+            return None
+        return "".join(p if isinstance(p, str) else "${PYARG}" for p in parts)
 
     def allocation(self, name: str, node: ast.Call, how: object) -> None:
         if (

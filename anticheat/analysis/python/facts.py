@@ -20,6 +20,9 @@ class PyFacts:
     collection_changes: list[str] = field(default_factory=list)
     runner_patches: list[str] = field(default_factory=list)
     frame_reads: list[str] = field(default_factory=list)
+    # a caller's frame used to read its source, or to patch what its namespace holds
+    caller_source: list[str] = field(default_factory=list)
+    caller_patches: list[str] = field(default_factory=list)
     heap_scans: list[str] = field(default_factory=list)
     harness_probes: list[str] = field(default_factory=list)
     # a harness probe and frame or heap introspection in one function: it answers
