@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from functools import cache
 
 from core import languages
 from core.config import Settings
@@ -21,11 +22,15 @@ from proctor.models import Action, BashAction, EpisodeCreate, EpisodeMode, Limit
 log = logging.getLogger(__name__)
 
 
+# read once per process: each read is a file the C library parses (/proc, /sys), and every
+# episode asks (a machine's CPUs and memory do not change under a running process)
+@cache
 def host_memory_mb() -> int:
     """Physical memory of this machine, in MiB."""
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) >> 20
 
 
+@cache
 def host_cpus() -> int:
     """CPUs of this machine: what Docker measures a CPU quota against."""
     return os.cpu_count() or 1

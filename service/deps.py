@@ -30,7 +30,9 @@ class Resources:
     replies: ReplyWaiter
 
 
-def get_resources(request: Request) -> Resources:
+# The dependencies are coroutines: FastAPI runs a plain function in its thread pool, a
+# hand-off that costs more than what these do (every request pays it)
+async def get_resources(request: Request) -> Resources:
     resources: Resources = request.app.state.resources
     return resources
 
@@ -40,10 +42,14 @@ ResourcesDep = Annotated[Resources, Depends(get_resources)]
 _bearer = HTTPBearer(auto_error=False)
 
 
-def require_token(
+async def require_token(
     resources: ResourcesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
+    check_token(resources, credentials)
+
+
+def check_token(resources: Resources, credentials: HTTPAuthorizationCredentials | None) -> None:
     """Bearer auth when tokens are configured; an open local default when none are."""
     tokens = resources.settings.api_tokens
     if not tokens:
@@ -58,7 +64,7 @@ def require_token(
 Authenticated = Depends(require_token)
 
 
-def adapter_auth(
+async def adapter_auth(
     resources: ResourcesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     token: Annotated[
@@ -69,7 +75,7 @@ def adapter_auth(
     """The adapters' auth: a token accepted in the URL too (trainers' clients send no headers)."""
     if credentials is None and token:
         credentials = HTTPAuthorizationCredentials(scheme="Bearer", credentials=token)
-    require_token(resources, credentials)
+    check_token(resources, credentials)
 
 
 AdapterAuthenticated = Depends(adapter_auth)

@@ -7,6 +7,7 @@ tests/e2e/test_sandboxfusion_compat.py.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any
 
@@ -141,10 +142,12 @@ def resources_with_tokens(*tokens: str) -> Resources:
 
 def test_adapters_take_the_token_from_the_url_when_no_header_is_sent() -> None:
     resources = resources_with_tokens("s3cret")
-    adapter_auth(resources, None, token="s3cret")
-    adapter_auth(resources, HTTPAuthorizationCredentials(scheme="Bearer", credentials="s3cret"))
+    asyncio.run(adapter_auth(resources, None, token="s3cret"))
+    asyncio.run(
+        adapter_auth(resources, HTTPAuthorizationCredentials(scheme="Bearer", credentials="s3cret"))
+    )
     with pytest.raises(Unauthorized):
-        adapter_auth(resources, None, token="wrong")
+        asyncio.run(adapter_auth(resources, None, token="wrong"))
     with pytest.raises(Unauthorized):
-        adapter_auth(resources, None)
-    adapter_auth(resources_with_tokens(), None)  # no tokens configured: open
+        asyncio.run(adapter_auth(resources, None))
+    asyncio.run(adapter_auth(resources_with_tokens(), None))  # no tokens configured: open
