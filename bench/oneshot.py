@@ -285,8 +285,10 @@ def main() -> None:
         best.get("plain python3", 0.0),
         best.get("docker run --rm --network none", 0.0),
     )
+    plain_at = {r["concurrency"]: r["per_s"] for r in rows if r["system"] == "plain python3"}
     for row in rows:
         row["x_plain"] = ratio(row["per_s"], plain)
+        row["x_plain_same_c"] = ratio(row["per_s"], plain_at.get(row["concurrency"], 0.0))
         row["x_docker_run"] = ratio(row["per_s"], docker_best)
     columns = [
         "system",
@@ -295,6 +297,7 @@ def main() -> None:
         "ok",
         "per_s",
         "x_plain",
+        "x_plain_same_c",
         "x_docker_run",
         "p50_s",
         "p95_s",
@@ -302,7 +305,10 @@ def main() -> None:
     ]
     print()
     print(table(rows, columns))
-    print("\nratios are to the best throughput of each baseline in this run")
+    print(
+        "\nratios are to the best throughput of each baseline in this run; x_plain_same_c to"
+        " plain python3 at the same concurrency"
+    )
     for key, value in extra.items():
         print(f"{key}: {json.dumps(value)}")
     path = write("oneshot", {"machine": machine(), "rows": rows, **extra})
