@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from anticheat.analysis.facts import Facts, analyze
 from anticheat.context import Ctx, GitOracle
 from anticheat.rules import RULES, Rule
+from anticheat.rules.gates import Gates
 from proctor.models import (
     Action,
     BashAction,
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 _EMPTY_TASK = TaskContext()
+_GATES = Gates(RULES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +103,7 @@ def _judge(
     ctx = Ctx(facts, task or _EMPTY_TASK, git)
     hits: list[Hit] = []
     first_review: Hit | None = None
-    for rule in RULES:
+    for rule in _GATES.rules_for(facts):  # the others' sources are empty: they find nothing
         if rule.id in off:
             continue
         evidence = rule.matcher(ctx)

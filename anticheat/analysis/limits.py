@@ -14,9 +14,7 @@ blowing up; the per-action totals stop many small ones from adding up.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -147,20 +145,34 @@ class Budget:
 _ACTIVE: ContextVar[Budget | None] = ContextVar("anticheat_budget", default=None)
 
 
-@contextmanager
-def scope() -> Iterator[Budget]:
+class _Scope:
+    """`with scope() as budget`: a class, not a generator, as every parse enters one."""
+
+    __slots__ = ("_budget", "_token")
+
+    def __init__(self) -> None:
+        self._token: Token[Budget | None] | None = None
+        self._budget: Budget | None = None
+
+    def __enter__(self) -> Budget:
+        active = _ACTIVE.get()
+        if active is not None:
+            return active
+        self._budget = Budget()
+        self._token = _ACTIVE.set(self._budget)
+        return self._budget
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _ACTIVE.reset(self._token)
+            self._token = None
+            assert self._budget is not None
+            self._budget.memo.clear()
+
+
+def scope() -> _Scope:
     """The budget of the action being screened; a new one when none is (each entry point)."""
-    active = _ACTIVE.get()
-    if active is not None:
-        yield active
-        return
-    budget = Budget()
-    token = _ACTIVE.set(budget)
-    try:
-        yield budget
-    finally:
-        _ACTIVE.reset(token)
-        budget.memo.clear()
+    return _Scope()
 
 
 def current() -> Budget:

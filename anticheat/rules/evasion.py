@@ -70,6 +70,7 @@ RULES: tuple[Rule, ...] = (
         "decoded output, parse and work budgets): the part past the cap was not screened",
         Decision.review,
         screening_limit,
+        needs=("limits",),
     ),
     Rule(
         "evasion.decoded-exec",
@@ -77,6 +78,7 @@ RULES: tuple[Rule, ...] = (
         "running a decoded (base64, hex, rot13) payload",
         Decision.review,
         decoded_exec,
+        needs=("script.decoded_exec", "python"),
     ),
     Rule(
         "evasion.dynamic-exec",
@@ -84,6 +86,7 @@ RULES: tuple[Rule, ...] = (
         "eval/sh -c/exec of text only known at runtime",
         Decision.review,
         dynamic_exec,
+        needs=("script.dynamic_exec", "python"),
     ),
     Rule(
         "evasion.unparseable",
@@ -91,5 +94,6 @@ RULES: tuple[Rule, ...] = (
         "shell or Python the parser could not read in full (syntax errors, size limits)",
         Decision.review,
         unparseable,
+        needs=("problems", "python"),
     ),
 )

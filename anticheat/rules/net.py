@@ -11,6 +11,7 @@ classification.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from urllib.parse import urlsplit
@@ -33,7 +34,7 @@ __all__ = [
     "target_source",
 ]
 
-_CODE_HOSTS = tuple(
+_CODE_HOSTS = frozenset(
     (
         "github.com githubusercontent.com gitlab.com bitbucket.org codeberg.org sourceforge.net "
         "sr.ht googlesource.com gitee.com sourcegraph.com kernel.org libraries.io "
@@ -42,7 +43,7 @@ _CODE_HOSTS = tuple(
         "savannah.gnu.org git.sr.ht"
     ).split()
 )
-_LLM_HOSTS = tuple(
+_LLM_HOSTS = frozenset(
     (
         "openai.com chatgpt.com anthropic.com claude.ai googleapis.com gemini.google.com "
         "mistral.ai cohere.ai cohere.com together.xyz together.ai groq.com openrouter.ai "
@@ -52,7 +53,7 @@ _LLM_HOSTS = tuple(
         "cursor.sh codeium.com"
     ).split()
 )
-_INFRA = tuple(
+_INFRA = frozenset(
     (
         "bootstrap.pypa.io deb.debian.org security.debian.org archive.ubuntu.com "
         "security.ubuntu.com dl-cdn.alpinelinux.org download.pytorch.org "
@@ -61,6 +62,7 @@ _INFRA = tuple(
         "rubygems.org pkg.go.dev proxy.golang.org anaconda.org conda.anaconda.org"
     ).split()
 )
+_LONGEST = {t: max(map(len, t)) for t in (_CODE_HOSTS, _LLM_HOSTS, _INFRA)}
 _METADATA = ("169.254.169.254", "metadata.google.internal", "100.100.100.200", "fd00:ec2::254")
 _HOSTISH = re.compile(
     r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^/@\s]+@)?([a-z0-9.-]+\.[a-z]{2,}|"
@@ -69,28 +71,41 @@ _HOSTISH = re.compile(
 )
 
 
+_SEPARATORS = re.compile(r"[-_.]+")
+_URL_PARTS = re.compile(r"[/?&=#:@]+")
+
+
 def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name.lower())
+    return _SEPARATORS.sub("-", name.lower())
 
 
-def _target_names(task: TaskContext) -> set[str]:
-    if not task.target_package:
-        return set()
-    t = _normal(task.target_package)
+def _target_names(task: TaskContext) -> frozenset[str]:
+    return _names_of(task.target_package) if task.target_package else frozenset()
+
+
+@functools.lru_cache(maxsize=256)
+def _names_of(package: str) -> frozenset[str]:
+    """The names a package goes by (a pure function of its name: one per task, cached)."""
+    t = _normal(package)
     names = {t, t.removeprefix("python-"), t.removeprefix("py-"), "python-" + t}
-    return {n for n in names if len(n) >= 2}
+    return frozenset(n for n in names if len(n) >= 2)
+
+
+@functools.lru_cache(maxsize=256)
+def _release_of(names: frozenset[str]) -> re.Pattern[str]:
+    """`name-<digit>` for any of `names`: a release's archive or directory (`pkg-1.2`)."""
+    return re.compile("|".join(re.escape(n) + r"-\d" for n in sorted(names)))
 
 
 def mentions_target(url: str, task: TaskContext) -> bool:
     names = _target_names(task)
     if not names:
         return False
-    parts = re.split(r"[/?&=#:@]+", url.lower())
-    for part in parts:
+    release = _release_of(names)
+    for part in _URL_PARTS.split(url.lower()):
         seg = _normal(part.removesuffix(".git"))
-        for n in names:
-            if seg == n or re.match(re.escape(n) + r"-\d", seg):
-                return True
+        if seg in names or release.match(seg):
+            return True
     return False
 
 
@@ -112,10 +127,12 @@ def classify(target: str, task: TaskContext) -> str:
         return "unknown"
     if host in _METADATA:
         return "metadata"
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        ip = None
+    ip = None
+    if ":" in host or not host.strip("0123456789."):  # what an IPv6 or IPv4 address needs
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            ip = None
     if ip is not None:
         if ip.is_loopback or ip.is_unspecified:
             return "local"
@@ -137,8 +154,18 @@ def classify(target: str, task: TaskContext) -> str:
     return "external"
 
 
-def _on(host: str, domains: tuple[str, ...]) -> bool:
-    return any(host == d or host.endswith("." + d) for d in domains)
+def _on(host: str, domains: frozenset[str]) -> bool:
+    """`host` is one of `domains` or under one (`api.github.com` is on `github.com`)."""
+    if host in domains:
+        return True
+    # each suffix after a dot is looked up, not the table scanned; only the suffixes as
+    # short as the longest domain can be one (a 100 KB `a.a.a.…` costs no more than a name)
+    dot = host.find(".", max(0, len(host) - _LONGEST[domains] - 1))
+    while dot != -1:
+        if host[dot + 1 :] in domains:
+            return True
+        dot = host.find(".", dot + 1)
+    return False
 
 
 def _runs_as_script(path: str, ctx: Ctx) -> bool:
@@ -289,6 +316,7 @@ RULES: tuple[Rule, ...] = (
         "git clone/fetch/pull/ls-remote from a remote",
         Decision.intercept,
         git_fetch,
+        needs=("net",),
     ),
     Rule(
         "net.target-package",
@@ -296,6 +324,7 @@ RULES: tuple[Rule, ...] = (
         "installing or downloading the task's package other than at its pinned version",
         Decision.intercept,
         target_package,
+        needs=("pkgs",),
     ),
     Rule(
         "net.target-source",
@@ -303,6 +332,7 @@ RULES: tuple[Rule, ...] = (
         "fetching the task's package, source or upstream repository over the network",
         Decision.intercept,
         target_source,
+        needs=("net",),
     ),
     Rule(
         "net.ai-or-search",
@@ -310,6 +340,7 @@ RULES: tuple[Rule, ...] = (
         "calling an AI model API or a web search engine",
         Decision.intercept,
         llm_or_search,
+        needs=("net",),
     ),
     Rule(
         "net.code-host",
@@ -317,6 +348,7 @@ RULES: tuple[Rule, ...] = (
         "fetching from a code host, package index page, Q&A or paste site",
         Decision.intercept,
         code_host,
+        needs=("net",),
     ),
     Rule(
         "net.raw-address",
@@ -324,6 +356,7 @@ RULES: tuple[Rule, ...] = (
         "connecting to a public IP address or a cloud metadata endpoint",
         Decision.intercept,
         raw_address,
+        needs=("net",),
     ),
     Rule(
         "net.external",
@@ -331,6 +364,7 @@ RULES: tuple[Rule, ...] = (
         "reaching any other host outside the sandbox",
         Decision.review,
         external_host,
+        needs=("net",),
     ),
     Rule(
         "net.dynamic-target",
@@ -338,5 +372,6 @@ RULES: tuple[Rule, ...] = (
         "a network tool pointed at an address only known at runtime",
         Decision.review,
         dynamic_target,
+        needs=("net",),
     ),
 )

@@ -47,6 +47,13 @@ _MINERS = frozenset(
 
 
 _STRESS = frozenset({"stress", "stress-ng", "stressapptest", "burnP6", "cpuburn"})
+_HASHERS = frozenset({"md5sum", "sha256sum", "sha1sum", "gzip", "bzip2", "xz"})
+_BURNERS = _MINERS | _STRESS | _HASHERS | {"yes", "cat"}
+_SLEEPERS = frozenset({"sleep", "tail"})
+_FILLERS = frozenset({"dd", "fallocate", "cat", "yes", "head", "pv"})
+_DESTROYERS = frozenset(
+    "rm mkfs mke2fs wipefs shutdown reboot halt poweroff init telinit kill killall pkill dd".split()
+)
 
 
 def _size(text: str) -> float | None:
@@ -98,6 +105,8 @@ def busy_loop(ctx: Ctx) -> str | None:
 
 def disk_fill(ctx: Ctx) -> str | None:
     for c in ctx.facts.commands:
+        if c.name not in _FILLERS:
+            continue  # every case below is one of these commands
         texts = c.texts()
         if c.name == "dd":
             opts = dict(t.split("=", 1) for t in texts if "=" in t)
@@ -149,6 +158,8 @@ def memory_bomb(ctx: Ctx) -> str | None:
 
 def cpu_burn(ctx: Ctx) -> str | None:
     for c in ctx.facts.commands:
+        if c.name not in _BURNERS:
+            continue  # every case below is one of these commands
         if c.name in _MINERS or c.name in _STRESS:
             return f"`{c.name}` burns the sandbox's CPU"
         texts = c.texts()
@@ -156,9 +167,7 @@ def cpu_burn(ctx: Ctx) -> str | None:
             c.background or any(r.target.text == "/dev/null" for r in c.redirects)
         ):
             return "`yes` spins on the CPU"
-        if c.name in ("md5sum", "sha256sum", "sha1sum", "gzip", "bzip2", "xz") and any(
-            t in ("/dev/zero", "/dev/urandom") for t in texts
-        ):
+        if c.name in _HASHERS and any(t in ("/dev/zero", "/dev/urandom") for t in texts):
             return f"`{c.name}` over an endless device spins on the CPU"
         if (
             c.name == "cat"
@@ -171,6 +180,8 @@ def cpu_burn(ctx: Ctx) -> str | None:
 
 def long_sleep(ctx: Ctx) -> str | None:
     for c in ctx.facts.commands:
+        if c.name not in _SLEEPERS:
+            continue  # every case below is one of these commands
         texts = c.texts()
         if c.name == "sleep" and texts:
             total = 0.0
@@ -192,6 +203,8 @@ def long_sleep(ctx: Ctx) -> str | None:
 
 def destructive(ctx: Ctx) -> str | None:
     for c in ctx.facts.commands:
+        if c.name not in _DESTROYERS and not c.name.startswith("mkfs."):
+            continue  # every case below is one of these commands
         texts = c.texts()
         if c.name == "rm" and any("r" in t.lstrip("-") for t in texts if t.startswith("-")):
             targets = [t for t in texts if not t.startswith("-")]
@@ -238,6 +251,7 @@ RULES: tuple[Rule, ...] = (
         "processes that replicate themselves",
         Decision.intercept,
         fork_bomb,
+        needs=("script.functions", "python", "script.foreign"),
     ),
     Rule(
         "res.spawn-loop",
@@ -245,6 +259,7 @@ RULES: tuple[Rule, ...] = (
         "a loop starting background jobs without bound",
         Decision.intercept,
         spawn_loop,
+        needs=("script.loops",),
     ),
     Rule(
         "res.disk-fill",
@@ -252,6 +267,7 @@ RULES: tuple[Rule, ...] = (
         "filling the disk from an endless device",
         Decision.intercept,
         disk_fill,
+        names=_FILLERS,
     ),
     Rule(
         "res.memory-bomb",
@@ -259,6 +275,7 @@ RULES: tuple[Rule, ...] = (
         "allocating gigabytes at once",
         Decision.intercept,
         memory_bomb,
+        needs=("python",),
     ),
     Rule(
         "res.cpu-burn",
@@ -266,6 +283,7 @@ RULES: tuple[Rule, ...] = (
         "miners, stress tools and endless hashing",
         Decision.intercept,
         cpu_burn,
+        names=_BURNERS,
     ),
     Rule(
         "res.destructive",
@@ -273,6 +291,7 @@ RULES: tuple[Rule, ...] = (
         "destroying the system or killing processes it did not start",
         Decision.intercept,
         destructive,
+        needs=("commands",),
     ),
     Rule(
         "res.busy-loop",
@@ -280,6 +299,7 @@ RULES: tuple[Rule, ...] = (
         "an infinite loop with no exit",
         Decision.review,
         busy_loop,
+        needs=("script.loops", "python"),
     ),
     Rule(
         "res.long-sleep",
@@ -287,5 +307,6 @@ RULES: tuple[Rule, ...] = (
         "holding the sandbox idle for an hour or more",
         Decision.review,
         long_sleep,
+        names=_SLEEPERS,
     ),
 )

@@ -3,6 +3,11 @@
 The matcher reads the parsed facts of one action (never its raw text) and returns the
 evidence it saw, or None. The id's prefix (`vcs.`, `net.`, …) names the module of
 `anticheat.rules` that holds the rule and its matcher.
+
+A rule may say where its evidence can come from (`needs`, `names`): `screen` does not call
+a matcher whose sources are all empty, which is most of them for most actions. This is a
+promise about the matcher — it returns None whenever those sources are empty — that
+tests/unit/anticheat/rules/test_gates.py checks on every action of the test cases.
 """
 
 from __future__ import annotations
@@ -42,3 +47,11 @@ class Rule:
     matcher: Matcher
     fallback: Fallback = Fallback.run
     level: Level = Level.cheat
+    # Facts fields (`net`, `python`, `script.loops` …) the evidence is read from; empty: any
+    needs: tuple[str, ...] = ()
+    # command names (`Command.name`) the evidence is read from, as an alternative source
+    names: frozenset[str] | None = None
+
+    @property
+    def gated(self) -> bool:
+        return bool(self.needs) or self.names is not None

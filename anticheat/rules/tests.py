@@ -165,6 +165,7 @@ RULES: tuple[Rule, ...] = (
         "deleting, moving, editing in place or overwriting a protected path",
         Decision.intercept,
         protected_modified,
+        needs=("files",),
     ),
     Rule(
         "tests.protected-weakened",
@@ -172,6 +173,7 @@ RULES: tuple[Rule, ...] = (
         "rewriting a protected test so it cannot fail (skips, trivial asserts, emptied)",
         Decision.intercept,
         protected_weakened,
+        needs=("files",),
     ),
     Rule(
         "tests.outcome-hooks",
@@ -179,6 +181,7 @@ RULES: tuple[Rule, ...] = (
         "pytest hooks that rewrite outcomes, stop tests from running or hide them from collection",
         Decision.intercept,
         outcome_hooks,
+        needs=("python",),
     ),
     Rule(
         "tests.pytest-config",
@@ -186,6 +189,7 @@ RULES: tuple[Rule, ...] = (
         "pytest configuration that deselects, ignores or stops collecting tests",
         Decision.intercept,
         pytest_config,
+        needs=("files",),
     ),
     Rule(
         "tests.early-exit",
@@ -194,6 +198,7 @@ RULES: tuple[Rule, ...] = (
         "import time or from inside the function under test",
         Decision.intercept,
         early_exit,
+        needs=("python",),
     ),
     Rule(
         "tests.always-equal",
@@ -201,5 +206,6 @@ RULES: tuple[Rule, ...] = (
         "an object equal to everything (__eq__ always True, mock.ANY) returned as an answer",
         Decision.intercept,
         always_equal,
+        needs=("python",),
     ),
 )

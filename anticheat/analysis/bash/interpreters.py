@@ -68,6 +68,14 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "proxychains4": frozenset({"-f"}),
     "torsocks": frozenset(),
 }
+# every command `Interpreters._follow` looks into (the rest run no code of their own)
+_PYTHON_PREFIXES = ("python3.", "python2.", "pypy3.")
+_FOLLOWED = frozenset(
+    {"cd", "pushd", "eval", "busybox", "source", ".", "su", "runuser", "script", "find", "git"}
+    | SHELLS
+    | PYTHONS
+    | FOREIGN.keys()
+)
 _NUMERIC_FIRST = frozenset({"timeout", "chrt", "taskset"})  # a duration/priority/mask operand
 _RUNNERS = {
     "uv": "run",
@@ -142,7 +150,10 @@ class Interpreters:
 
     def _follow(self, cmd: Command, depth: int, upstream: Command | None = None) -> None:
         """Look inside what a command executes: shells, eval, python, cd."""
-        name, args = cmd.name, cmd.args
+        name = cmd.name
+        if name not in _FOLLOWED and not name.startswith(_PYTHON_PREFIXES):
+            return  # none of the cases below: most commands run no code of their own
+        args = cmd.args
         if name == "cd" or name == "pushd":
             target = args[0] if args else Word("~")
             if not target.static or target.text.startswith(("~", "-")):
@@ -182,7 +193,7 @@ class Interpreters:
             if code is not None:
                 self._exec_text(code.text, code.static, cmd, depth, f"{name} -c")
             return
-        if name in PYTHONS or name.startswith(("python3.", "python2.", "pypy3.")):
+        if name in PYTHONS or name.startswith(_PYTHON_PREFIXES):
             self._python(cmd, upstream)
             return
         lang_flag = FOREIGN.get(name)

@@ -148,7 +148,11 @@ class _Walker(Interpreters):
         stdin_from: str | None = None,
     ) -> list[Command]:
         """Walk one statement; returns the commands it produced (for pipes and redirects)."""
-        if not self._budget() or not self._enter():
+        b = self.b
+        if b.nodes < MAX_NODES and self.level < MAX_NESTING:  # within both caps: no notes
+            b.nodes += 1
+            self.level += 1
+        elif not self._budget() or not self._enter():
             return []
         try:
             return self._stmt(node, depth, decoded, bg, stdin, upstream, stdin_from)
@@ -405,18 +409,19 @@ class _Walker(Interpreters):
         argv: list[Word] = []
         redirects: list[Redirect] = []
         for c in node.named_children:
-            if c.type == "variable_assignment":
+            ct = c.type
+            if ct == "variable_assignment":
                 self.assign(c, depth, decoded)  # prefix assignment; approximate: keep it
-            elif c.type == "file_redirect":
+            elif ct == "file_redirect":
                 r = self.redirect(c, depth, decoded)
                 if r is not None:
                     redirects.append(r)
-            elif c.type == "herestring_redirect":
+            elif ct == "herestring_redirect":
                 arg = c.named_children[-1] if c.named_children else None
                 if arg is not None:
                     w = self.word(arg, depth, decoded)
                     stdin, stdin_from = (w.text + "\n" if w.static else None), "<<<"
-            elif c.type == "command_name":
+            elif ct == "command_name":
                 argv.append(
                     self.word(c.named_children[0] if c.named_children else c, depth, decoded)
                 )
@@ -432,7 +437,7 @@ class _Walker(Interpreters):
             stdin_from=stdin_from,
             background=bg,
             depth=depth,
-            decoded=decoded or any(w.decoded for w in argv),
+            decoded=decoded or any([w.decoded for w in argv]),
             in_function=self.function,
         )
         if depth == 0:
@@ -446,7 +451,11 @@ class _Walker(Interpreters):
 
     def words_of(self, node: Node, depth: int, decoded: bool) -> None:
         """Visit expansions inside a non-command node so `$(…)` there is screened too."""
-        if not self._budget() or not self._enter():
+        b = self.b
+        if b.nodes < MAX_NODES and self.level < MAX_NESTING:  # within both caps: no notes
+            b.nodes += 1
+            self.level += 1
+        elif not self._budget() or not self._enter():
             return
         try:
             if node.type in ("command_substitution", "process_substitution"):
@@ -458,7 +467,14 @@ class _Walker(Interpreters):
             self.level -= 1
 
     def word(self, node: Node, depth: int, decoded: bool) -> Word:
-        if not self._budget() or not self._enter():
+        b = self.b
+        if b.nodes < MAX_NODES and self.level < MAX_NESTING:  # within both caps: no notes
+            b.nodes += 1
+            t = node.type
+            if t == "word" or t == "number":  # a leaf (most words): nothing nested to enter
+                return Word(unescape_bare(_text(node)))
+            self.level += 1
+        elif not self._budget() or not self._enter():
             return Word(_text(node, "utf-8", "replace")[:200], static=False)
         try:
             return self._word(node, depth, decoded)
@@ -467,13 +483,6 @@ class _Walker(Interpreters):
 
     def _word(self, node: Node, depth: int, decoded: bool) -> Word:
         t = node.type
-        raw = _text(node, "utf-8", "surrogateescape")
-        if t in ("word", "number"):
-            return Word(unescape_bare(raw))
-        if t == "raw_string":
-            return Word(raw[1:-1])
-        if t == "ansi_c_string":
-            return Word(decoding.ansi_c(raw[2:-1]))
         if t in ("string", "concatenation", "translated_string"):
             parts = self.string_parts(node, depth, decoded)
             return Word(
@@ -481,6 +490,13 @@ class _Walker(Interpreters):
                 all(p.static for p in parts),
                 any(p.decoded for p in parts),
             )
+        raw = _text(node, "utf-8", "surrogateescape")
+        if t in ("word", "number"):
+            return Word(unescape_bare(raw))
+        if t == "raw_string":
+            return Word(raw[1:-1])
+        if t == "ansi_c_string":
+            return Word(decoding.ansi_c(raw[2:-1]))
         if t in ("simple_expansion", "expansion"):
             name = _var_name(node)
             if name is not None and name in self.env:

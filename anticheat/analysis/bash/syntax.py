@@ -7,7 +7,6 @@ the interpreters and the command tables share.
 
 from __future__ import annotations
 
-import posixpath
 import shlex
 from dataclasses import dataclass, field
 
@@ -77,7 +76,11 @@ class Command:
         self.rename()
 
     def rename(self) -> None:
-        self.name = posixpath.basename(self.argv[0].text) if self.argv else ""
+        if self.argv:
+            text = self.argv[0].text
+            self.name = text[text.rfind("/") + 1 :]  # posixpath.basename, without its checks
+        else:
+            self.name = ""
 
     @property
     def args(self) -> list[Word]:
