@@ -161,6 +161,7 @@ RULES: tuple[Rule, ...] = (
         "reading or listing grader, hidden-test or expected-output locations",
         Decision.intercept,
         hidden_paths,
+        needs=("files",),
         level=Level.attempt,  # answered harmlessly: a probe, not a change
     ),
     Rule(
@@ -169,6 +170,7 @@ RULES: tuple[Rule, ...] = (
         "searching the whole filesystem for tests, answers or grader files",
         Decision.intercept,
         filesystem_search,
+        needs=("files",),
         level=Level.attempt,  # answered harmlessly: a probe, not a change
     ),
     Rule(
@@ -177,6 +179,7 @@ RULES: tuple[Rule, ...] = (
         "reading other processes' environment or memory, credentials, or the Docker socket",
         Decision.intercept,
         secrets,
+        needs=("files",),
         level=Level.attempt,  # answered harmlessly: a probe, not a change
     ),
     Rule(
@@ -186,6 +189,7 @@ RULES: tuple[Rule, ...] = (
         "frames (f_locals, f_globals), scanning the heap (gc) or __main__",
         Decision.intercept,
         frame_or_heap,
+        needs=("python",),
     ),
     Rule(
         "eval.caller-source",
@@ -194,6 +198,7 @@ RULES: tuple[Rule, ...] = (
         "(co_filename with open/linecache, inspect.getsource of a caller frame)",
         Decision.intercept,
         caller_source,
+        needs=("python",),
     ),
     Rule(
         "eval.solution-reads-tests",
@@ -201,5 +206,6 @@ RULES: tuple[Rule, ...] = (
         "solution code that opens test or grader files when it runs",
         Decision.intercept,
         solution_reads_tests,
+        needs=("python",),
     ),
 )

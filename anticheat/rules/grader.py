@@ -246,6 +246,7 @@ RULES: tuple[Rule, ...] = (
         "monkeypatching unittest/pytest internals, builtins.__import__ or sys.excepthook",
         Decision.intercept,
         runner_patch,
+        needs=("python",),
     ),
     Rule(
         "grader.caller-patch",
@@ -254,6 +255,7 @@ RULES: tuple[Rule, ...] = (
         "(f_back / sys._getframe(1) .f_locals)",
         Decision.intercept,
         caller_patch,
+        needs=("python",),
     ),
     Rule(
         "grader.startup-hooks",
@@ -262,6 +264,7 @@ RULES: tuple[Rule, ...] = (
         ".pth files or shell start-up aliases for the test runner",
         Decision.intercept,
         startup_hooks,
+        needs=("files",),
     ),
     Rule(
         "grader.system-paths",
@@ -269,6 +272,7 @@ RULES: tuple[Rule, ...] = (
         "writing into system, site-packages or grader directories, or shadowing pytest/python",
         Decision.intercept,
         grader_paths,
+        needs=("files",),
     ),
     Rule(
         "grader.plugin-config",
@@ -276,6 +280,7 @@ RULES: tuple[Rule, ...] = (
         "registering a workspace module as a pytest plugin (addopts -p, pytest11 entry points)",
         Decision.intercept,
         plugin_config,
+        needs=("files",),
     ),
     Rule(
         "grader.result-files",
@@ -283,5 +288,6 @@ RULES: tuple[Rule, ...] = (
         "writing a reward, result or JUnit file by hand",
         Decision.intercept,
         result_files,
+        needs=("files",),
     ),
 )

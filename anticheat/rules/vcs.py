@@ -496,6 +496,7 @@ RULES: tuple[Rule, ...] = (
         "reading git notes (git notes show/list, log --notes, %N), which may name future commits",
         Decision.review,
         notes,
+        needs=("git",),
         fallback=Fallback.oracle,  # the sealed repository keeps no notes: its answer is harmless
         level=Level.attempt,
     ),
@@ -505,6 +506,7 @@ RULES: tuple[Rule, ...] = (
         "history walk over every ref (--all, --remotes, --tags, --reflog, --glob, -g)",
         Decision.intercept,
         all_refs,
+        needs=("git",),
     ),
     Rule(
         "vcs.list-refs",
@@ -513,6 +515,7 @@ RULES: tuple[Rule, ...] = (
         "show-ref, for-each-ref)",
         Decision.intercept,
         list_refs,
+        needs=("git",),
     ),
     Rule(
         "vcs.reflog",
@@ -520,6 +523,7 @@ RULES: tuple[Rule, ...] = (
         "reading the reflog of every ref or of a remote's",
         Decision.intercept,
         reflog,
+        needs=("git",),
     ),
     Rule(
         "vcs.unreachable-objects",
@@ -528,6 +532,7 @@ RULES: tuple[Rule, ...] = (
         "--batch-all-objects, verify-pack)",
         Decision.intercept,
         unreachable_objects,
+        needs=("git",),
     ),
     Rule(
         "vcs.git-internals",
@@ -535,6 +540,7 @@ RULES: tuple[Rule, ...] = (
         "reading .git/ refs, logs or objects by hand",
         Decision.intercept,
         git_internals,
+        needs=("files",),
     ),
     Rule(
         "vcs.foreign-revision",
@@ -543,6 +549,7 @@ RULES: tuple[Rule, ...] = (
         "base commit (remote refs, reflog selectors, newer tags, or per the git oracle)",
         Decision.intercept,
         foreign_revision,
+        needs=("git",),
     ),
     Rule(
         "vcs.unresolved-revision",
@@ -550,6 +557,7 @@ RULES: tuple[Rule, ...] = (
         "a revision whose ancestry cannot be checked without a live repository",
         Decision.review,
         unresolved_revision,
+        needs=("git",),
         fallback=Fallback.oracle,  # the sealed repository's own answer is harmless
     ),
 )

@@ -44,6 +44,7 @@ from anticheat.analysis.python.folding import (
     unbounded,
 )
 from anticheat.analysis.python.frames import FRAME_SOURCES, caller_uses
+from anticheat.analysis.python.walk import children, walk
 
 __all__ = ["PyFacts", "analyze_python"]
 
@@ -160,7 +161,7 @@ class _Analyzer(CallEffects):
         stores: dict[str, int] = {}  # how often each name is bound, anywhere
         texts: dict[str, str] = {}  # names bound to a constant string
         seqs: dict[str, ast.expr] = {}  # names bound to a list or tuple display
-        for node in ast.walk(tree):  # names first: flow-insensitive is enough here
+        for node in walk(tree):  # names first: flow-insensitive is enough here
             if isinstance(node, ast.Name):
                 if not isinstance(node.ctx, ast.Load):
                     stores[node.id] = stores.get(node.id, 0) + 1
@@ -255,13 +256,13 @@ class _Analyzer(CallEffects):
                 self.exit_call("SystemExit", args, fn, guarded, src(st))
         if isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             self.assignment(st, fn)
-        for child in ast.iter_child_nodes(st):
+        for child in children(st):
             if isinstance(child, ast.stmt):
                 self.stmt(child, fn, guarded, loop)
             elif isinstance(child, ast.expr):
                 self.expr(child, fn, guarded, loop)
             elif isinstance(child, (ast.excepthandler, ast.withitem, ast.match_case)):
-                for sub in ast.iter_child_nodes(child):
+                for sub in children(child):
                     if isinstance(sub, ast.stmt):
                         self.stmt(sub, fn, guarded, loop)
                     elif isinstance(sub, ast.expr):
@@ -322,7 +323,7 @@ class _Analyzer(CallEffects):
     # ------------------------------------------------------------------ expressions
 
     def expr(self, node: ast.expr, fn: str | None, guarded: bool, loop: ast.AST | None) -> None:
-        for sub in ast.walk(node):
+        for sub in walk(node):
             if isinstance(sub, ast.Call):
                 self.call(sub, fn, guarded, loop)
             elif isinstance(sub, ast.Attribute):
@@ -335,7 +336,7 @@ class _Analyzer(CallEffects):
                         self.f.locations.append(owner)
                 elif sub.attr in ("stdin",) and self.resolve(sub.value) == "sys":
                     self.f.reads_stdin = True
-                if self.resolve(sub) in ("unittest.mock.ANY", "mock.ANY"):
+                if sub.attr == "ANY" and self.resolve(sub) in ("unittest.mock.ANY", "mock.ANY"):
                     self.f.always_equal.append("uses `mock.ANY`, an object equal to everything")
             elif (
                 isinstance(sub, ast.Name)
@@ -392,7 +393,7 @@ class _Analyzer(CallEffects):
                     isinstance(node.args[0], ast.Lambda)
                     and any(
                         isinstance(s, ast.Call) and self.resolve(s.func) in EXITS
-                        for s in ast.walk(node.args[0])
+                        for s in walk(node.args[0])
                     )
                 )
                 or (target in self.func_exits and self.func_exits.get(target or ""))
@@ -469,7 +470,7 @@ class _Analyzer(CallEffects):
         decoded = any(
             (isinstance(s, ast.Call) and (self.resolve(s.func) or "").startswith(DECODERS))
             or (isinstance(s, ast.Attribute) and s.attr == "decode")
-            for s in ast.walk(arg)
+            for s in walk(arg)
         )
         text = fold(arg)
         if isinstance(text, bytes):
@@ -502,7 +503,7 @@ class _Analyzer(CallEffects):
         items = fold(loop.iter)
         if not isinstance(items, tuple) or not 0 < len(items) <= 16:
             return
-        names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+        names = [n.id for n in walk(loop.target) if isinstance(n, ast.Name)]
         if not names or fold(node.args[1]) is not UNKNOWN:
             return
         for item in items:
@@ -516,7 +517,7 @@ class _Analyzer(CallEffects):
     def class_namespace(self, node: ast.Call, how: object) -> None:
         """`type(name, bases, {'__eq__': …})`, `types.new_class(…, exec_body)`: a class
         whose namespace is a dict (or filled by a function) given in the call."""
-        for sub in ast.walk(node):
+        for sub in walk(node):
             if isinstance(sub, ast.Dict):
                 for key, value in zip(sub.keys, sub.values, strict=True):
                     name = fold(key) if key is not None else None
@@ -610,7 +611,7 @@ def _rewrites_found_code(st: ast.AST) -> bool:
     """Whether a function swaps other functions' code (`obj.__code__ = …`, `setattr(obj,
     '__code__', …)`) or picks tests by name (`.startswith('test')`) to change them."""
     stores = by_name = False
-    for n in ast.walk(st):
+    for n in walk(st):
         if isinstance(n, (ast.Assign, ast.AugAssign)):
             for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
                 if isinstance(t, ast.Attribute):
