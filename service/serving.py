@@ -23,6 +23,10 @@ logger = logging.getLogger(__name__)
 
 APP = "service.main:create_app"
 STARTUP_FAILURE = 3  # uvicorn's exit status when the server never started
+# An idle keep-alive connection is closed after this long: longer than clients keep theirs
+# (httpx 5 s, aiohttp 15 s), so a client never sends on one the server is closing at that
+# moment — uvicorn's default, 5 s, equals httpx's and lost POSTs under load (ReadError)
+KEEP_ALIVE_S = 75
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -47,6 +51,7 @@ def serve(settings: Settings, listen: Listen) -> None:
         "workers": listen.workers,
         "log_level": "info",
         "timeout_graceful_shutdown": listen.graceful_shutdown_s,
+        "timeout_keep_alive": KEEP_ALIVE_S,
     }
     wanted = ports(settings, listen.port)
     if len(wanted) == 1:
