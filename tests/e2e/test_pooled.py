@@ -1,6 +1,7 @@
 """The one-shot suite again, on a deployment with pooled isolation: the same rewards and
 verdicts for the same episodes (HumanEval's 164 canonical and broken solutions, abuse,
-early exits, exhausted resources), each episode's sandbox reported as pooled, and a task
+early exits, exhausted resources, the grader's runtime defences against cheats and their
+honest look-alikes), each episode's sandbox reported as pooled, and a task
 that asks for a container of its own gets one.
 
 The tests are the default mode's own, imported: pytest runs them here with this module's
@@ -38,6 +39,12 @@ from tests.e2e.test_grading import (  # noqa: F401
     test_syntax_error_is_a_compile_error,
     test_writes_outside_the_workspace_fail,
     test_wrong_solution_earns_zero,
+)
+from tests.e2e.test_grading_defences import (  # noqa: F401
+    test_a_cheat_under_test_is_caught_by_the_grader,
+    test_a_patched_test_framework_is_caught,
+    test_an_honest_lookalike_keeps_its_reward,
+    test_the_tests_own_helpers_and_patches_are_not_evidence,
 )
 from tests.e2e.test_humaneval import test_canonical_solutions_pass_and_broken_ones_fail  # noqa: F401
 from tests.e2e.test_resource_exhaustion import (  # noqa: F401
