@@ -395,7 +395,7 @@ def error_from_wire(data: object) -> RunnerError | None:
 # ---------------------------------------------------------------------------- shared files
 
 # Files every episode writes and that are the same for all (the grader's bootstrap and
-# defences, ~90 kB an episode): by name → content. On the worker, what it can give a runner;
+# defences, ~85 kB an episode): by name → content. On the worker, what it can give a runner;
 # in a sandbox, what its runner was given when it started (a pooled sandbox's server is given
 # them once). A `Write` names them in `shared`; a request carries a shared file's content only
 # when the runner does not have it (`Program.request`).
@@ -414,12 +414,21 @@ def _carrying(data: dict[str, Any], present: frozenset[str]) -> dict[str, Any]:
     missing = {p: n for p, n in data["shared"].items() if n not in present}
     if not missing:
         return data
-    import base64
-
-    binary = {**data["binary"]}
-    binary.update({p: base64.b64encode(SHARED_FILES[n]).decode() for p, n in missing.items()})
+    binary = {**data["binary"], **{p: _shared_base64(n) for p, n in missing.items()}}
     shared = {p: n for p, n in data["shared"].items() if p not in missing}
     return {**data, "binary": binary, "shared": shared}
+
+
+_SHARED_BASE64: dict[str, str] = {}  # encoded once: a fresh container gets them every episode
+
+
+def _shared_base64(name: str) -> str:
+    encoded = _SHARED_BASE64.get(name)
+    if encoded is None:
+        import base64
+
+        encoded = _SHARED_BASE64[name] = base64.b64encode(SHARED_FILES[name]).decode()
+    return encoded
 
 
 # ---------------------------------------------------------------------------- programs
