@@ -44,6 +44,7 @@ FRAME_HEADER = struct.Struct(">BxxxL")
 SANDBOX_HOME = "/home/sandbox"
 WORKSPACE = "/workspace"
 API_TIMEOUT_S = 60
+STATS_TRIES = 2  # a sandbox that stopped under the stats read is read again (`usage`)
 # a sandbox's own network is labelled with the sandbox container's name
 SANDBOX_NETWORK_LABEL = "org.proctor.sandbox-network"
 ICC_OPTION = "com.docker.network.bridge.enable_icc"
@@ -392,15 +393,23 @@ class Engine:
             return False
 
     def usage(self, container_id: str) -> Usage:
-        """State and resource use, as evidence of what broke a sandbox's runner."""
-        state = self.inspect(container_id)["State"]
-        running, oom = bool(state.get("Running")), bool(state.get("OOMKilled"))
-        if not running:
-            return Usage(running=False, oom_killed=oom, exit_code=state.get("ExitCode"))
-        try:
-            stats = self.api.stats(container_id, stream=False, one_shot=True)
-        except (DockerException, requests.exceptions.RequestException) as exc:
-            raise _wrap(exc, f"read the stats of {container_id[:12]}") from exc
+        """State and resource use, as evidence of what broke a sandbox's runner.
+
+        A sandbox can stop between the inspect and the stats read (its init taken by the
+        OOM killer of a full memory cgroup): the engine then answers the stats with an empty
+        body. That is the sandbox's end, not the engine's failure: it is read again, and
+        only a running sandbox whose stats cannot be read twice is our error."""
+        for attempt in range(STATS_TRIES):
+            state = self.inspect(container_id)["State"]
+            running, oom = bool(state.get("Running")), bool(state.get("OOMKilled"))
+            if not running:
+                return Usage(running=False, oom_killed=oom, exit_code=state.get("ExitCode"))
+            try:
+                stats = self.api.stats(container_id, stream=False, one_shot=True)
+                break
+            except (DockerException, requests.exceptions.RequestException) as exc:
+                if attempt + 1 == STATS_TRIES:
+                    raise _wrap(exc, f"read the stats of {container_id[:12]}") from exc
         pids = stats.get("pids_stats") or {}
         memory = stats.get("memory_stats") or {}
         detail = memory.get("stats") or {}
