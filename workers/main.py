@@ -93,11 +93,12 @@ class EpisodeWorker(SimpleWorker):
     leaves out the bookkeeping writes that would change nothing.
 
     Between two jobs RQ writes the worker's state `idle` twice and sends two heartbeats of
-    three commands each, one round trip per command: seven of a job's thirty. A state that
-    is already written, and a heartbeat within `HEARTBEAT_SKIP_S` of the last that would not
-    push the worker key's expiry further out than that one did, are skipped (the key expires
-    at most `HEARTBEAT_SKIP_S` earlier than RQ asked, against a TTL of minutes). Writes on a
-    pipeline go through unchanged: they cost no round trip of their own.
+    three commands each, one round trip per command. A state that is already written, and a
+    heartbeat within `HEARTBEAT_SKIP_S` of the last that would not push the worker key's
+    expiry further out than that one did, are skipped: the second of each, 4 of a job's ~30
+    round trips (the first heartbeat extends the key past the job's shorter one). The key
+    expires at most `HEARTBEAT_SKIP_S` earlier than RQ asked, against a TTL of minutes.
+    Writes on a pipeline go through unchanged: they cost no round trip of their own.
     """
 
     stop_asked = False

@@ -116,19 +116,9 @@ def _within_tokens(source: str, facts: PyFacts, budget: limits.Budget) -> str:
 
 
 _CLASS_MAKERS = frozenset({"type", "builtins.type", "types.new_class", "types.prepare_class"})
-# what hands a frame (and through `f_back` every caller's locals and source) to the code
-FRAME_FUNCS = frozenset(
-    {
-        "inspect.stack",
-        "inspect.getouterframes",
-        "inspect.trace",
-        "traceback.extract_stack",
-        "traceback.walk_stack",
-        "sys._current_frames",
-        "linecache.getline",
-        "linecache.getlines",
-    }
-)
+# what hands a frame (and through `f_back` every caller's locals and source) to the code;
+# `sys._getframe` counts only with n ≠ 0 (`call`)
+FRAME_FUNCS = (FRAME_SOURCES - {"sys._getframe"}) | {"linecache.getline", "linecache.getlines"}
 
 
 # what tells where a module's files are installed (with `X.__file__`, `X.__path__`)
