@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -224,11 +224,35 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
     return False
 
 
+# the session service's log: a failed test that used it reports the log's complaints
+SERVICE_LOG: list[Path] = []
+LOG_PROBLEMS = (" WARNING ", " ERROR ", " CRITICAL ", "Traceback")
+
+
+def log_problems(log: Path, last: int = 60) -> str:
+    """The warnings and errors a service logged (the last `last` lines of them)."""
+    with suppress(OSError), log.open(errors="replace") as lines:
+        return "".join([line for line in lines if any(p in line for p in LOG_PROBLEMS)][-last:])
+    return ""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if report.failed and SERVICE_LOG and "service_url" in getattr(item, "fixturenames", ()):
+        problems = log_problems(SERVICE_LOG[0]) or "(none)"
+        report.sections.append(("the service's warnings and errors", problems))
+    return report
+
+
 @pytest.fixture(scope="session")
 def service_url(
     redis_url: str, docker_ready: None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     log = tmp_path_factory.mktemp("service") / "service.log"
+    SERVICE_LOG.append(log)
     with running_service(redis_url, log) as url:
         yield url
 

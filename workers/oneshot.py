@@ -122,11 +122,9 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
             None,
         )
         if setup_failed is not None:
-            return infra_failure(
-                record,
-                "the task's setup command failed: " + setup_failed.stderr[-500:],
-                sandbox=info,
-            )
+            error = "the task's setup command failed: " + setup_failed.stderr[-500:]
+            log.warning("episode %s: %s", record.id, error)
+            return infra_failure(record, error, sandbox=info)
         test = reply.result(plan.test)
         compiled = reply.result(plan.compile) if plan.compile is not None else None
         timings = Timings(
@@ -142,10 +140,10 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
             result = compile_failed_result(record, outcome, compiled, steps, info, timings)
         else:
             if test is None and not all(map(reply.ran, prepare)):  # nothing of the solution ran
-                error = reply.error.message if reply.error else None
-                return infra_failure(
-                    record, f"the task could not be prepared: {error}", sandbox=info
-                )
+                why = reply.error.message if reply.error else None
+                error = f"the task could not be prepared: {why}"
+                log.warning("episode %s: %s", record.id, error)
+                return infra_failure(record, error, sandbox=info)
             if test is None:  # an operation of the grading phase raised: whose fault was it?
                 raise sandbox.failure_of(reply)
             oom = test.oom_killed or (test.exit_code in (-9, 137) and sandbox.oom_killed())

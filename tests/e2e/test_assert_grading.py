@@ -108,7 +108,7 @@ def test_ending_the_run_before_the_last_assertion_fails(http: httpx.Client, solu
     """Never a pass; an exit the grader's audit hook saw (`sys.exit`, `os._exit` from the
     solution's code, a read of the grader's directory) is a cheat on its evidence."""
     result = run(http, assert_episode(solution, unscreened=True))
-    assert result["status"] == "completed", result
+    assert result["status"] == "completed", (result.get("error"), result)
     assert (result["reward"], result["passed"]) == (0.0, False), result
     grader = [e for e in result["cheat"]["evidence"] if e["source"] == "grader"]
     assert result["verdict"] == ("cheat" if grader else "failed"), result["cheat"]

@@ -22,7 +22,7 @@ def run_batch(http: httpx.Client, episodes: list[dict[str, Any]]) -> list[dict[s
     results = []
     for episode_id in ids:
         result = http.get(f"/v1/episodes/{episode_id}", params={"wait": 300}).json()
-        assert result["status"] == "completed", result
+        assert result["status"] == "completed", (result.get("error"), result)
         results.append(result)
     return results
 
