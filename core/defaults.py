@@ -149,6 +149,9 @@ WORKER_PROCESS_MB: Final = 128
 # a one-shot episode waits this long at most for its cpus/memory_mb to fit its host's budget
 # (then it ends as infra_error, reward null); well within a job's JOB_OVERHEAD_S
 RESERVE_WAIT_S: Final = 60.0
-RESERVE_POLL_S: Final = (0.02, 0.25)  # ... asking again after this, doubling up to this
+# ... asking again after the first times (its place in line + 1), up to the second
+RESERVE_POLL_S: Final = (0.02, 0.25)
+# a waiter silent this long has left the line
+RESERVE_LEFT_S: Final = 5.0
 RESERVE_STATUS_S: Final = 1.0  # ... and looking this often whether it ended meanwhile
 RESERVATIONS_TTL_S: Final = 24 * 3600  # a host's reservations outlast its last sweep this long

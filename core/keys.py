@@ -40,6 +40,16 @@ def reservations(host: str) -> str:
     return f"{PREFIX}reservations:{host}"
 
 
+def waiting(host: str) -> str:
+    """The episodes waiting for a share of a host's budget, in line (sorted set by arrival)."""
+    return f"{PREFIX}waiting:{host}"
+
+
+def waiting_asked(host: str) -> str:
+    """When each waiting episode last asked for its share (hash: episode id → time)."""
+    return f"{PREFIX}waiting-asked:{host}"
+
+
 # --- the judge
 JUDGE_CACHE_PREFIX: Final = PREFIX + "judge:"
 

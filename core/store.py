@@ -36,6 +36,10 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
     reservations:{host}   hash: episode id → JSON [worker, millicpus,         reservations()
                           memory MiB]: what the host's running episodes hold
                           of its budget (`reserve`, `release`)
+    waiting:{host}        zset: episode id → when it first asked: the line     waiting()
+                          of episodes waiting for a share (`reserve`)
+    waiting-asked:{host}  hash: episode id → when it last asked (a silent      waiting_asked()
+                          one leaves the line)
     catalog:ended         zset: ended episode ids by end time                  CATALOG
     catalog:by:{term}     zset: the same, of one verdict, mode or metadata     catalog_term()
                           pair (`catalog_terms`)
@@ -286,13 +290,37 @@ return out
 )
 
 
-# Take an episode's share of its host's budget, or refuse when the host's reservations and
-# it would go over (a host holding nothing takes any one episode: admission let it in).
-# KEYS: the host's reservations. ARGV: episode id, worker, millicpus, memory MiB, the
-# budget's millicpus, its memory MiB, the key's ttl. → 1 taken (or held already), 0 refused
+# Take an episode's share of its host's budget, first come first served: the episodes that
+# wait stand in line (a sorted set by arrival), and only the first in line may take a share,
+# when it fits the budget beside the shares held (a host holding nothing takes any one
+# episode: admission let it in). Without the line, a worker that just gave a share back
+# takes it again before any waiter polls, and a waiter can starve past its wait (seen: 16 s
+# of 20 with 8 workers on 4 shares). A waiter that stopped asking (its worker died) leaves
+# the line once it reaches its head.
+# KEYS: the host's reservations, its line, the line's last-asked times. ARGV: episode id,
+# worker, millicpus, memory MiB, the budget's millicpus, its memory MiB, the keys' ttl,
+# how long a silent waiter keeps its place. → 1 taken (or held already), 0 not yet
 _RESERVE = """
+local episode = ARGV[1]
 local share = cjson.encode({ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])})
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+local ttl = tonumber(ARGV[7])
+local taken = redis.call('HEXISTS', KEYS[1], episode) == 1
+if not taken then
+  local clock = redis.call('TIME')
+  local now = tonumber(clock[1]) + tonumber(clock[2]) / 1e6
+  redis.call('ZADD', KEYS[2], 'NX', now, episode)
+  redis.call('HSET', KEYS[3], episode, now)
+  redis.call('EXPIRE', KEYS[2], ttl)
+  redis.call('EXPIRE', KEYS[3], ttl)
+  while true do
+    local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+    if head == episode then break end
+    if tonumber(redis.call('HGET', KEYS[3], head) or 0) >= now - tonumber(ARGV[8]) then
+      return 0
+    end
+    redis.call('ZREM', KEYS[2], head)
+    redis.call('HDEL', KEYS[3], head)
+  end
   local cpus, memory, held = 0, 0, 0
   for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
     local r = cjson.decode(raw)
@@ -302,9 +330,11 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
                    or memory + tonumber(ARGV[4]) > tonumber(ARGV[6])) then
     return 0
   end
+  redis.call('ZREM', KEYS[2], episode)
+  redis.call('HDEL', KEYS[3], episode)
 end
-redis.call('HSET', KEYS[1], ARGV[1], share)
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[7]))
+redis.call('HSET', KEYS[1], episode, share)
+redis.call('EXPIRE', KEYS[1], ttl)
 return 1
 """
 
@@ -937,12 +967,28 @@ class EpisodeStore:
         share: Share,
         *,
         budget: tuple[int, int],
+        left_s: float = defaults.RESERVE_LEFT_S,
     ) -> bool:
-        """Take `share` of `host`'s `budget` (millicpus, memory MiB) for an episode, if the
-        shares held and it fit (or nothing is held); True when taken or held already."""
-        args: list[str | int] = [episode_id, share.worker, share.millicpus, share.memory_mb]
-        args += [*budget, defaults.RESERVATIONS_TTL_S]
-        return bool(self._reserve(keys=[keys.reservations(host)], args=args) == 1)
+        """Take `share` of `host`'s `budget` (millicpus, memory MiB) for an episode, if it
+        is first in the host's line of waiting episodes and it fits beside the shares held
+        (or nothing is held); True when taken or held already, else it stands in line (see
+        `_RESERVE`) until taken or `leave_line`, or silent for `left_s`."""
+        args: list[str | int | float] = [episode_id, share.worker, share.millicpus]
+        args += [share.memory_mb, *budget, defaults.RESERVATIONS_TTL_S, left_s]
+        line = [keys.reservations(host), keys.waiting(host), keys.waiting_asked(host)]
+        return bool(self._reserve(keys=line, args=args) == 1)
+
+    def ahead_in_line(self, host: str, episode_id: str) -> int | None:
+        """How many episodes wait before this one for a share (None: it is not in line)."""
+        rank: int | None = self.redis.zrank(keys.waiting(host), episode_id)  # type: ignore[assignment]
+        return rank
+
+    def leave_line(self, host: str, episode_id: str) -> None:
+        """Stop waiting for a share (the episode ended, or waited as long as it may)."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.zrem(keys.waiting(host), episode_id)
+        pipe.hdel(keys.waiting_asked(host), episode_id)
+        pipe.execute()
 
     def release(self, host: str, episode_id: str) -> None:
         """Give an episode's share back (whoever took it; nothing when it holds none)."""

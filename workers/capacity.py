@@ -6,7 +6,8 @@ many as it has worker processes: `auto` starts as many processes as the budget h
 episodes of the default size (`Limits()`), and every one-shot episode reserves its own
 `cpus` and `memory_mb` from the budget the host's processes share in Redis
 (`EpisodeStore.reserve`) before it starts its sandbox, waiting (at most `RESERVE_WAIT_S`)
-while the budget is full. Interactive episodes take no share (see `workers/jobs.py`): an
+while the budget is full — in line, first come first served, so a share given back goes to
+the episode that waited longest, not to the worker that gave it back. Interactive episodes take no share (see `workers/jobs.py`): an
 open one mostly waits for its agent, and a share held while idle would cap a host at a
 handful of open episodes while the processes that serve their actions wait for budget.
 
@@ -17,6 +18,7 @@ janitor for the workers it finds dead.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -97,27 +99,37 @@ def reserve(
     worker: str,
     wait_s: float = defaults.RESERVE_WAIT_S,
 ) -> bool:
-    """Take the episode's share of its host's budget, waiting while it is full; False when
-    the episode ended meanwhile (cancelled). Raises `NoCapacity` after `wait_s`."""
+    """Take the episode's share of its host's budget, waiting in line while it is full
+    (first come, first served); False when the episode ended meanwhile (cancelled). Raises
+    `NoCapacity` after `wait_s`."""
     share = share_of(record, settings, worker)
     host = settings.host_id
     started = time.monotonic()
-    pause, longest = defaults.RESERVE_POLL_S
+    shortest, longest = defaults.RESERVE_POLL_S
     looked = started
-    while not store.reserve(host, record.id, share, budget=budget.as_tuple()):
-        now = time.monotonic()
-        if now - started >= wait_s:
-            raise NoCapacity(
-                f"this worker host's budget ({budget.millicpus / 1000:g} CPUs, "
-                f"{budget.memory_mb} MiB) stayed full for {wait_s:.0f} s"
-            )
-        if now - looked >= defaults.RESERVE_STATUS_S:
-            looked = now
-            status = store.status(record.id)
-            if status is None or status.terminal:
-                return False
-        time.sleep(pause)
-        pause = min(pause * 2, longest)
+    taken = False
+    try:
+        while not store.reserve(host, record.id, share, budget=budget.as_tuple()):
+            now = time.monotonic()
+            if now - started >= wait_s:
+                raise NoCapacity(
+                    f"this worker host's budget ({budget.millicpus / 1000:g} CPUs, "
+                    f"{budget.memory_mb} MiB) stayed full for {wait_s:.0f} s"
+                )
+            if now - looked >= defaults.RESERVE_STATUS_S:
+                looked = now
+                status = store.status(record.id)
+                if status is None or status.terminal:
+                    return False
+            # the nearer the head of the line, the more often: a share given back is taken
+            # at once, and the next in line is awake to take the one after
+            ahead = store.ahead_in_line(host, record.id)
+            time.sleep(min(shortest * (1 + (ahead or 0)), longest))
+        taken = True
+    finally:
+        if not taken:  # cancelled, waited too long, or Redis failed: out of the line
+            with contextlib.suppress(RedisError):
+                store.leave_line(host, record.id)
     waited = time.monotonic() - started
     if waited > longest:
         log.info("episode %s: waited %.1f s for its share of the host's budget", record.id, waited)

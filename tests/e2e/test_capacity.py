@@ -17,11 +17,13 @@ import pytest
 import redis
 
 from core import keys
+from core.config import Settings
 from core.limits import host_cpus
-from core.store import EpisodeStore, Share
+from core.store import EpisodeRecord, EpisodeStore, Share
+from proctor.models import EpisodeCreate, EpisodeStatus, Solution, TaskSpec, TestSpec
 from tests.conftest import claimed_database, running_service, wait_until
 from tests.e2e.helpers import episode
-from workers.capacity import HostBudget
+from workers.capacity import HostBudget, NoCapacity, reserve
 from workers.janitor import Janitor
 
 WORKERS = 8
@@ -81,6 +83,78 @@ def test_a_janitor_gives_back_what_stopped_workers_held(redis_client: redis.Redi
     assert set(store.reservations(host)) == {"ep_alive", "ep_busy"}
     store.forget_worker("alive")
     redis_client.delete(keys.reservations(host))
+
+
+def _clear(redis_client: redis.Redis, host: str) -> None:
+    redis_client.delete(keys.reservations(host), keys.waiting(host), keys.waiting_asked(host))
+
+
+@pytest.mark.redis
+def test_waiting_episodes_take_shares_in_the_order_they_came(redis_client: redis.Redis) -> None:
+    """A share given back goes to the first in line, not to whoever asks first after."""
+    store = EpisodeStore(redis_client)
+    host = "capacity-test-line"
+    _clear(redis_client, host)
+    budget = (2000, 8192)
+    assert store.reserve(host, "ep_a", Share("w1", 1000, 512), budget=budget)
+    assert store.reserve(host, "ep_b", Share("w2", 1000, 512), budget=budget)
+    assert not store.reserve(host, "ep_c", Share("w3", 1000, 512), budget=budget)
+    assert not store.reserve(host, "ep_d", Share("w4", 1000, 512), budget=budget)
+    assert (store.ahead_in_line(host, "ep_c"), store.ahead_in_line(host, "ep_d")) == (0, 1)
+    store.release(host, "ep_a")
+    # ep_a's worker asks for its next episode at once: it stands behind the two waiting
+    assert not store.reserve(host, "ep_e", Share("w1", 1000, 512), budget=budget)
+    assert not store.reserve(host, "ep_d", Share("w4", 1000, 512), budget=budget)
+    assert store.reserve(host, "ep_c", Share("w3", 1000, 512), budget=budget)
+    assert store.ahead_in_line(host, "ep_c") is None  # out of the line once taken
+    store.release(host, "ep_b")
+    assert not store.reserve(host, "ep_e", Share("w1", 1000, 512), budget=budget)
+    assert store.reserve(host, "ep_d", Share("w4", 1000, 512), budget=budget)
+    assert store.ahead_in_line(host, "ep_e") == 0
+    # the first in line holds the others back even when they would fit (no starving it)
+    store.release(host, "ep_c")
+    assert not store.reserve(host, "ep_f", Share("w3", 100, 64), budget=budget)
+    assert not store.reserve(host, "ep_e", Share("w1", 1000, 7800), budget=budget)
+    _clear(redis_client, host)
+
+
+@pytest.mark.redis
+def test_a_waiter_that_stops_asking_leaves_the_line(redis_client: redis.Redis) -> None:
+    store = EpisodeStore(redis_client)
+    host = "capacity-test-left"
+    _clear(redis_client, host)
+    budget = (1000, 8192)
+    assert store.reserve(host, "ep_a", Share("w1", 1000, 512), budget=budget)
+    assert not store.reserve(host, "ep_gone", Share("w2", 1000, 512), budget=budget)  # dies
+    assert not store.reserve(host, "ep_b", Share("w3", 1000, 512), budget=budget)
+    store.release(host, "ep_a")
+    assert not store.reserve(host, "ep_b", Share("w3", 1000, 512), budget=budget, left_s=60)
+    time.sleep(0.3)
+    assert store.reserve(host, "ep_b", Share("w3", 1000, 512), budget=budget, left_s=0.2)
+    assert store.ahead_in_line(host, "ep_gone") is None
+    # one that gives up waiting leaves at once
+    assert not store.reserve(host, "ep_c", Share("w4", 1000, 512), budget=budget)
+    store.leave_line(host, "ep_c")
+    assert store.ahead_in_line(host, "ep_c") is None
+    _clear(redis_client, host)
+
+
+@pytest.mark.redis
+def test_an_episode_that_waits_too_long_leaves_the_line(redis_client: redis.Redis) -> None:
+    store = EpisodeStore(redis_client)
+    settings = Settings(host_id="capacity-test-give-up")
+    host = settings.host_id
+    _clear(redis_client, host)
+    budget = HostBudget(millicpus=1000, memory_mb=8192)
+    assert store.reserve(host, "ep_a", Share("w1", 1000, 512), budget=budget.as_tuple())
+    request = EpisodeCreate(task=TaskSpec(tests=TestSpec(files={})), solution=Solution())
+    record = EpisodeRecord(
+        id="ep_b", request=request, status=EpisodeStatus.queued, created=0.0, result=None
+    )
+    with pytest.raises(NoCapacity):
+        reserve(store, record, settings=settings, budget=budget, worker="w2", wait_s=0.2)
+    assert store.ahead_in_line(host, "ep_b") is None
+    _clear(redis_client, host)
 
 
 def test_auto_starts_what_the_budget_holds_at_the_default_size() -> None:
