@@ -11,6 +11,12 @@ looping episode per process; `auto`: as many processes as the budget holds). Pri
 request's latency and what verl would score it (1: stdout is the sum), and the worker
 processes' resident memory. Goal (issue 12): the correct ones score 1 within 2 s of
 being sent.
+
+Then the share line: `LINE_WORKERS` threads, each taking one episode's share of a budget
+of `LINE_SHARES` through `workers.capacity.reserve` against the same Redis, holding it
+`LINE_HOLD_S` and asking again at once, for `LINE_RUN_S`: how long an episode waits for
+its share (the longest wait is what starvation would show) and how many went through,
+beside what the budget allows.
 """
 
 from __future__ import annotations
@@ -137,6 +143,63 @@ def claim_database() -> redis.Redis:
     raise RuntimeError("every Redis database is claimed")
 
 
+LINE_WORKERS = 8
+LINE_SHARES = 4
+LINE_HOLD_S = 0.1
+LINE_RUN_S = 20.0
+
+
+def share_line(client: redis.Redis) -> dict[str, Any]:
+    """Waits for a share with more workers than the budget holds (see the module docstring)."""
+    from core import keys
+    from core.config import Settings
+    from core.store import EpisodeRecord
+    from proctor.models import EpisodeCreate, EpisodeStatus, Solution, TaskSpec, TestSpec
+    from workers.capacity import HostBudget, release, reserve
+
+    store = EpisodeStore(client)
+    settings = Settings(host_id=f"bench-line-{os.getpid()}")
+    host = settings.host_id
+    budget = HostBudget(millicpus=LINE_SHARES * 1000, memory_mb=1 << 20)  # 1 CPU each
+    request = EpisodeCreate(task=TaskSpec(tests=TestSpec(files={})), solution=Solution())
+    waits: list[float] = []
+    end = time.monotonic() + LINE_RUN_S
+
+    def worker(number: int) -> None:
+        for i in range(1 << 30):
+            if time.monotonic() >= end:
+                return
+            record = EpisodeRecord(
+                id=f"ep_{number}_{i}",
+                request=request,
+                status=EpisodeStatus.queued,
+                created=time.time(),
+                result=None,
+            )
+            asked = time.monotonic()
+            reserve(store, record, settings=settings, budget=budget, worker=f"w{number}")
+            waits.append(time.monotonic() - asked)
+            time.sleep(LINE_HOLD_S)
+            release(store, host, record.id)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(LINE_WORKERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    client.delete(keys.reservations(host), keys.waiting(host), keys.waiting_asked(host))
+    waits.sort()
+    return {
+        "workers": LINE_WORKERS,
+        "shares": LINE_SHARES,
+        "episodes": len(waits),
+        "budget_allows": int(LINE_SHARES / LINE_HOLD_S * LINE_RUN_S),
+        "wait_p50_s": round(waits[len(waits) // 2], 3),
+        "wait_p95_s": round(waits[int(len(waits) * 0.95)], 3),
+        "wait_max_s": round(waits[-1], 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", default="2,auto", help="PROCTOR_WORKER_CONCURRENCY values")
@@ -147,10 +210,12 @@ def main() -> None:
     claim = claim_database()
     try:
         measure(args.workers.split(","), rows, memory, claim)
+        print("the share line ...", flush=True)
+        line = share_line(claim)
     finally:
         claim.delete(LOCK_KEY)
         claim.close()
-    report(args.workers.split(","), rows, memory)
+    report(args.workers.split(","), rows, memory, line)
 
 
 def measure(
@@ -179,7 +244,12 @@ def measure(
             )
 
 
-def report(values: list[str], rows: list[dict[str, Any]], memory: list[dict[str, Any]]) -> None:
+def report(
+    values: list[str],
+    rows: list[dict[str, Any]],
+    memory: list[dict[str, Any]],
+    line: dict[str, Any],
+) -> None:
     columns = ["workers", "#", "request", "latency_s", "status", "run_status", "verl_score"]
     print()
     print(table(rows, columns))
@@ -194,7 +264,10 @@ def report(values: list[str], rows: list[dict[str, Any]], memory: list[dict[str,
             f"workers={workers}: correct programs scored {scored}/{CORRECT}, slowest "
             f"{worst:.2f} s ({verdict} the goal of 1 within {GOAL_S:.0f} s)"
         )
-    path = write("capacity", {"machine": machine(), "rows": rows, "memory": memory})
+    print()
+    print(table([line], list(line)))
+    data = {"machine": machine(), "rows": rows, "memory": memory, "share_line": line}
+    path = write("capacity", data)
     print(f"\nwritten to {path}")
 
 
