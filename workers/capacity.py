@@ -7,9 +7,10 @@ episodes of the default size (`Limits()`), and every one-shot episode reserves i
 `cpus` and `memory_mb` from the budget the host's processes share in Redis
 (`EpisodeStore.reserve`) before it starts its sandbox, waiting (at most `RESERVE_WAIT_S`)
 while the budget is full — in line, first come first served, so a share given back goes to
-the episode that waited longest, not to the worker that gave it back. Interactive episodes take no share (see `workers/jobs.py`): an
-open one mostly waits for its agent, and a share held while idle would cap a host at a
-handful of open episodes while the processes that serve their actions wait for budget.
+the episode that waited longest, not to the worker that gave it back. Interactive episodes
+take no share (see `workers/jobs.py`): an open one mostly waits for its agent, and a share
+held while idle would cap a host at a handful of open episodes while the processes that
+serve their actions wait for budget.
 
 A share is given back when its episode's job ends (`finally`), and — a worker that died
 takes nothing with it — by the supervisor the moment it reaps the process, and by every
