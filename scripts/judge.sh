@@ -24,7 +24,11 @@ port="${PROCTOR_JUDGE_PORT:-8081}"
 # workers and sandboxes all-core decoding has a long tail (measured p95 15 s vs 4 s on 2 cores)
 threads="${PROCTOR_JUDGE_THREADS:-$(( $(nproc) > 1 ? $(nproc) / 2 : 1 ))}"
 wait_s="${PROCTOR_JUDGE_WAIT_S:-180}"
-wheels="${PROCTOR_WHEEL_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/proctor-wheels}"
+# llama.cpp compiled for the CPU family, not for this CPU (-march=native): a native build on a
+# VM that advertises AVX-512/AMX died of a general protection fault in libggml-cpu at its
+# first completion. The flags name the cache, so a wheel built with others is never taken.
+llama_cmake="-DGGML_NATIVE=OFF"
+wheels="${PROCTOR_WHEEL_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/proctor-wheels}/llama-portable"
 # per port, so a test's private server and a developer's `make judge` never share a pidfile
 state="${PROCTOR_JUDGE_STATE_DIR:-${run}}"
 pidfile="${state}/judge-${port}.pid"
@@ -75,7 +79,9 @@ install_llama() {
         }
         say "compiling llama-cpp-python ${LLAMA_VERSION} (several minutes; log: ${run}/judge-build.log)"
         mkdir -p "${wheels}"
-        "${py}" -m pip wheel --no-deps -w "${wheels}" "llama-cpp-python==${LLAMA_VERSION}" \
+        CMAKE_ARGS="${llama_cmake}" FORCE_CMAKE=1 \
+            "${py}" -m pip wheel --no-deps --no-cache-dir -w "${wheels}" \
+            "llama-cpp-python==${LLAMA_VERSION}" \
             >"${run}/judge-build.log" 2>&1 || die "build failed; see ${run}/judge-build.log"
         wheel="$(ls "${wheels}"/llama_cpp_python-"${LLAMA_VERSION}"-*.whl | tail -1)"
     fi
