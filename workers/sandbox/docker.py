@@ -45,6 +45,13 @@ SANDBOX_HOME = "/home/sandbox"
 WORKSPACE = "/workspace"
 API_TIMEOUT_S = 60
 STATS_TRIES = 2  # a sandbox that stopped under the stats read is read again (`usage`)
+# where the engine puts a container's memory cgroup, seen from the host: cgroup v1 with
+# the cgroupfs driver, v2 with the systemd driver, v2 with cgroupfs
+MEMORY_CGROUPS = (
+    "/sys/fs/cgroup/memory/docker/{id}/memory.oom_control",
+    "/sys/fs/cgroup/system.slice/docker-{id}.scope/memory.events",
+    "/sys/fs/cgroup/docker/{id}/memory.events",
+)
 # a sandbox's own network is labelled with the sandbox container's name
 SANDBOX_NETWORK_LABEL = "org.proctor.sandbox-network"
 ICC_OPTION = "com.docker.network.bridge.enable_icc"
@@ -425,6 +432,22 @@ class Engine:
             memory_limit=memory.get("limit"),
             memory_hits=memory.get("failcnt"),
         )
+
+    def oom_kills(self, container_id: str) -> int | None:
+        """How many processes the kernel's OOM killer ended in a running container, read
+        from the host's side of its memory cgroup — no exec, which a full cgroup may not
+        let start. None where those files are not to be seen (a worker in a container)."""
+        for template in MEMORY_CGROUPS:
+            try:
+                with open(template.format(id=container_id)) as handle:
+                    lines = handle.read().splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                name, _, value = line.partition(" ")
+                if name == "oom_kill" and value.strip().isdigit():
+                    return int(value)
+        return None
 
     def set_memory(self, container_id: str, memory_mb: int) -> None:
         """Change a running sandbox's memory limit (swap stays off: memory+swap = memory)."""

@@ -31,6 +31,7 @@ from typing import Any
 from workers.sandbox.docker import (
     FRAME_HEADER,
     POOL_LABEL,
+    POOLED_SERVER_MB,
     Attached,
     Container,
     Engine,
@@ -57,6 +58,7 @@ SERVER_START_S = 20.0
 # the cgroup's OOM kill count: cgroup v1's file, then v2's
 OOM_COUNTS = "cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events"
 NOFILE = 1024
+STOPPING_S = 5.0  # how long a sandbox with no process left may take to be seen stopped
 
 
 class ServerGone(Exception):
@@ -222,11 +224,40 @@ class PooledSandbox(Sandbox):
         )
         try:
             usage = self.engine.usage(self.container.id)
-            kills = self._oom_kills() if usage.running else None
+            # no process left: the OOM killer took the sandbox's init too, and the engine has
+            # not seen it stop yet (its stats are of an emptied cgroup): read it once stopped
+            deadline = time.monotonic() + STOPPING_S
+            while usage.running and not usage.pids and time.monotonic() < deadline:
+                time.sleep(0.1)
+                usage = self.engine.usage(self.container.id)
         except SandboxError as exc:
             return exc
-        if kills:
-            usage = replace(usage, memory_hits=max(usage.memory_hits or 0, kills))
+        kills = None
+        if usage.running:
+            kills = self.engine.oom_kills(self.container.id)
+            try:
+                kills = self._oom_kills() if kills is None else kills
+            except SandboxError:  # an exec into a cgroup whose memory is full may not start
+                kills = None
+        # A sandbox is replaced after the first time its memory limit is hit, so a kill or a
+        # hit is this episode's. A dead server frees its own memory, so a sandbox still
+        # within the server's share of its limit was full.
+        full = (
+            usage.running
+            and usage.memory is not None
+            and bool(usage.memory_limit)
+            and usage.memory >= (usage.memory_limit or 0) - (POOLED_SERVER_MB << 20)
+        )
+        log.warning(
+            "episode %s pooled sandbox %s: after its server: %s, OOM kills %s",
+            self.episode_id,
+            self.container.name,
+            usage,
+            kills,
+        )
+        if kills or usage.memory_hits or full:
+            hits = max(usage.memory_hits or 0, kills or 0, int(full))
+            usage = replace(usage, memory_hits=hits)
             return self.broken(Evidence(usage=usage, exit_code=SIGKILLED, detail=detail))
         return self.broken(Evidence(usage=usage, detail=f"the pooled sandbox's server: {detail}"))
 
