@@ -205,6 +205,8 @@ def running_service(redis_url: str, log: Path | None = None, **settings: str) ->
         start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
+    if log:
+        SERVICE_LOGS[url] = log
     try:
         wait_ready(url, process, SERVICE_START_S)
         yield url
@@ -224,8 +226,9 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
     return False
 
 
-# the session service's log: a failed test that used it reports the log's complaints
-SERVICE_LOG: list[Path] = []
+# the logs of the services tests started, by URL: a failed test that used one reports
+# that log's complaints
+SERVICE_LOGS: dict[str, Path] = {}
 LOG_PROBLEMS = (" WARNING ", " ERROR ", " CRITICAL ", "Traceback")
 
 
@@ -241,9 +244,11 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report: pytest.TestReport = yield
-    if report.failed and SERVICE_LOG and "service_url" in getattr(item, "fixturenames", ()):
-        problems = log_problems(SERVICE_LOG[0]) or "(none)"
-        report.sections.append(("the service's warnings and errors", problems))
+    if report.failed:
+        used = getattr(item, "funcargs", {}).values()
+        for url in dict.fromkeys(v for v in used if isinstance(v, str) and v in SERVICE_LOGS):
+            problems = log_problems(SERVICE_LOGS[url]) or "(none)"
+            report.sections.append((f"the warnings and errors of the service at {url}", problems))
     return report
 
 
@@ -252,7 +257,6 @@ def service_url(
     redis_url: str, docker_ready: None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     log = tmp_path_factory.mktemp("service") / "service.log"
-    SERVICE_LOG.append(log)
     with running_service(redis_url, log) as url:
         yield url
 
