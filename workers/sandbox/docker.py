@@ -179,6 +179,16 @@ def _wrap(exc: Exception, what: str) -> SandboxError:
     return SandboxError(f"{what}: {exc}")
 
 
+def oom_kill_count(text: str) -> int | None:
+    """The `oom_kill` count of a memory cgroup's `memory.oom_control` (v1) or
+    `memory.events` (v2) text; None when it has none."""
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
 class Engine:
     """One per process: a Docker client plus the calls sandboxes need."""
 
@@ -440,13 +450,9 @@ class Engine:
         for template in MEMORY_CGROUPS:
             try:
                 with open(template.format(id=container_id)) as handle:
-                    lines = handle.read().splitlines()
+                    return oom_kill_count(handle.read())
             except OSError:
                 continue
-            for line in lines:
-                name, _, value = line.partition(" ")
-                if name == "oom_kill" and value.strip().isdigit():
-                    return int(value)
         return None
 
     def set_memory(self, container_id: str, memory_mb: int) -> None:

@@ -38,6 +38,7 @@ from workers.sandbox.docker import (
     SandboxError,
     SandboxSpec,
     Usage,
+    oom_kill_count,
 )
 from workers.sandbox.pool import StartedPool
 from workers.sandbox.protocol import EXIT_NO_MEMORY, SHARED_FILES, Program, Reply, Results
@@ -215,13 +216,8 @@ class PooledSandbox(Sandbox):
         runs as root, so the code under test cannot signal it; the kernel's OOM killer can
         (tmpfs pages belong to no process, so a full /tmp makes the largest process, the
         server, its choice), and the sandbox's cgroup counts what it killed."""
-        log.warning(
-            "episode %s pooled sandbox %s: server lost (%s); its stderr: %r",
-            self.episode_id,
-            self.container.name,
-            detail,
-            bytes(self.runner.stream.stderr[-500:]),
-        )
+        where = f"episode {self.episode_id} pooled sandbox {self.container.name}"
+        lost = f"server lost ({detail}); its stderr: {bytes(self.runner.stream.stderr[-500:])!r}"
         try:
             usage = self.engine.usage(self.container.id)
             # no process left: the OOM killer took the sandbox's init too, and the engine has
@@ -231,6 +227,7 @@ class PooledSandbox(Sandbox):
                 time.sleep(0.1)
                 usage = self.engine.usage(self.container.id)
         except SandboxError as exc:
+            log.warning("%s: %s", where, lost)
             return exc
         kills = None
         if usage.running:
@@ -248,13 +245,7 @@ class PooledSandbox(Sandbox):
             and bool(usage.memory_limit)
             and usage.memory >= (usage.memory_limit or 0) - (POOLED_SERVER_MB << 20)
         )
-        log.warning(
-            "episode %s pooled sandbox %s: after its server: %s, OOM kills %s",
-            self.episode_id,
-            self.container.name,
-            usage,
-            kills,
-        )
+        log.warning("%s: %s; then %s, OOM kills %s", where, lost, usage, kills)
         if kills or usage.memory_hits or full:
             hits = max(usage.memory_hits or 0, kills or 0, int(full))
             usage = replace(usage, memory_hits=hits)
@@ -265,11 +256,7 @@ class PooledSandbox(Sandbox):
         """How many processes the OOM killer ended in this sandbox (its cgroup's count; a
         pooled sandbox is replaced after any, so these are this episode's)."""
         result = self.engine.exec(self.container.id, ["sh", "-c", OOM_COUNTS], timeout_s=10)
-        for line in result.stdout.decode(errors="replace").splitlines():
-            name, _, value = line.partition(" ")
-            if name == "oom_kill" and value.strip().isdigit():
-                return int(value)
-        return None
+        return oom_kill_count(result.stdout.decode(errors="replace"))
 
     def usage(self) -> Usage:
         """This episode's view: the memory limit hit during it, not in the sandbox's life."""
