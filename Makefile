@@ -25,6 +25,7 @@ test-unit:
 bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in bench/results/
 	@cd bench && ../$(PY) oneshot.py --runtimes runc,runsc
 	@cd bench && ../$(PY) episode_cpu.py
+	@cd bench && ../$(PY) pooled_server.py
 	@cd bench && ../$(PY) interactive.py
 	@cd bench && ../$(PY) neighbours.py
 	@cd bench && ../$(PY) redis_cost.py

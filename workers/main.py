@@ -19,6 +19,7 @@ error outside its dequeue — it is started again once Redis answers.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import logging
 import multiprocessing
 import signal
@@ -42,7 +43,7 @@ from core.defaults import (
     RQ_RESTART_PAUSE_S,
     STARTUP_RETRY_S,
 )
-from core.queues import QUEUE_NAME, host_queue_name
+from core.queues import QUEUE_NAME, RUN_EPISODE, host_queue_name
 from core.sink import EpisodeSink
 from core.store import EpisodeStore
 from proctor.models import TaskSpec, TestSpec
@@ -288,6 +289,10 @@ def serve(
         client, result_ttl_s=settings.result_ttl_s, sink=EpisodeSink.of(settings, worker)
     )
     engine = connect_engine(settings, store, worker)
+    # RQ imports the jobs at the first job; imported now, the grader's files they share are
+    # registered before any pooled sandbox starts, which is then given them once instead of
+    # in every request (`protocol.share`)
+    importlib.import_module(RUN_EPISODE.rpartition(".")[0])
     pool = WarmPool(engine, size=settings.pool_size)
     runners = (
         RunnerPool(engine, episodes=settings.pooled_episodes)

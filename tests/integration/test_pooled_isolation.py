@@ -16,7 +16,7 @@ import pytest
 
 from workers.sandbox.docker import DEPLOYMENT_LABEL, Engine, SandboxSpec
 from workers.sandbox.pooled import PooledSandbox, RunnerPool
-from workers.sandbox.protocol import KillAll, Run, RunResult, Write
+from workers.sandbox.protocol import SHARED_FILES, KillAll, Run, RunResult, Write, share
 from workers.sandbox.sandbox import RunnerBroken
 
 IMAGE = "proctor/sandbox-python:latest"
@@ -95,6 +95,8 @@ def test_an_episode_is_a_fresh_uid_with_no_capability_in_directories_of_its_own(
     first_sandbox, first = probe(pool)
     second_sandbox, second = probe(pool)
     assert first_sandbox.container.id == second_sandbox.container.id  # the sandbox was reused
+    # what the episode's processes cost is read when the server reaps them
+    assert (first_sandbox.episode_faults or 0) > 0
     for seen in (first, second):
         assert isinstance(seen["uid"], int) and seen["uid"] >= 100_000
         assert seen["gid"] == seen["uid"] and seen["groups"] == []
@@ -138,6 +140,22 @@ def test_nothing_an_episode_leaves_reaches_the_next(pool: RunnerPool) -> None:
     assert imports.exit_code == 0, imports.stderr
     assert imports.stdout.split()[0] == "0"  # user site is on, and found nothing to run
     assert "hooked" not in imports.stdout
+
+
+def test_a_sandbox_started_before_a_shared_file_existed_is_replaced_by_one_given_it(
+    pool: RunnerPool,
+) -> None:
+    first, _ = episode(pool, "true")  # started, and kept, before the file is registered
+    name = share(f"test/{uuid.uuid4().hex}.txt", b"given once")
+    try:
+        second, result = episode(pool, "true")
+        assert second.container.id == first.container.id and result.exit_code == 0
+        assert name not in second.runner.shared
+        third, result = episode(pool, "true")  # the second went at its release
+        assert third.container.id != first.container.id and result.exit_code == 0
+        assert name in third.runner.shared
+    finally:
+        del SHARED_FILES[name]
 
 
 def test_an_ipc_object_left_behind_throws_the_sandbox_away(pool: RunnerPool) -> None:

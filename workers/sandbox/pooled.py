@@ -267,6 +267,12 @@ class PooledSandbox(Sandbox):
             memory_hits=int(status.get("memory_hits") or 0),
         )
 
+    @property
+    def episode_faults(self) -> int | None:
+        """The minor page faults its episode's processes took (None: it has not run)."""
+        faults = self._status.get("faults")
+        return int(faults) if faults is not None else None
+
     def reclaim(self) -> bool:
         return False  # a pooled sandbox that ran out of memory is thrown away instead
 
@@ -301,10 +307,13 @@ class RunnerPool(StartedPool[PooledRunner]):
         return PooledSandbox(self.engine, runner, episode_id=episode_id), warm
 
     def release(self, sandbox: PooledSandbox) -> None:
-        """Back to the pool when its server says it is clean; thrown away otherwise."""
+        """Back to the pool when its server says it is clean; thrown away otherwise, and
+        when a shared file was registered after it started (it would carry it in every
+        request: its replacement is given it once)."""
         runner = sandbox.runner
         spec = runner.container.spec
-        if runner.recycle is None and runner.served < self.episodes and self._keep(spec, runner):
+        reusable = runner.recycle is None and runner.served < self.episodes
+        if reusable and runner.shared.issuperset(SHARED_FILES) and self._keep(spec, runner):
             return
         self._discard(runner)
         self._refill(spec)
