@@ -287,7 +287,7 @@ def serve_one(message: dict[str, Any], uid: int) -> dict[str, Any]:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    # its pipes closed: it has ended, or is ending; its usage includes the program it ran
+    # its pipes closed: it has ended, or is ending (its usage counts the program it ran)
     _, status, usage = os.wait4(pid, 0)
     clean = kill_uid(uid)  # what it started that is still running
     wipe()
@@ -308,8 +308,8 @@ def serve_one(message: dict[str, Any], uid: int) -> dict[str, Any]:
         "memory_hits": hits,
         "recycle": problem,
         "served_s": round(time.monotonic() - started, 4),
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 4),
-        "faults": usage.ru_minflt,  # mostly copy-on-write of this server's heap
+        # the pages it touched first: copied from this server's heap, or new
+        "faults": usage.ru_minflt,
     }
 
 
