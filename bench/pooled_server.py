@@ -4,11 +4,13 @@
 
 The 164 HumanEval canonical solutions (`assert` format), each as the one program a worker
 sends a pooled sandbox (the solution written, then the grading plan: `grading_plan`), run
-straight through `RunnerPool` from C threads, one pooled sandbox each, and scored as a
-worker scores them. Beside it, in the same run, the plain `python3` subprocess baseline of
-`oneshot.py`. CPU per episode is every container's (`cpuacct` of Docker's parent cgroup: run
-it on an otherwise idle engine), with the minor page faults the episode processes took
-(the server's `wait4` of each: pages copied from its heap on write, or new).
+straight through `RunnerPool` from C threads, one pooled sandbox each (the task's limits, no
+network: a service's get the honeypot's, which costs an episode nothing it does not use),
+and scored as a worker scores them. Beside it, in the same run, the plain `python3`
+subprocess baseline of `oneshot.py`. CPU per episode is every container's (`cpuacct` of
+Docker's parent cgroup: run it on an otherwise idle engine), with the minor page faults the
+episode processes took (the server's `wait4` of each: pages copied from its heap on write,
+or new).
 
 `episode_cpu.py` says where an episode's CPU goes in the whole stack; this says how far the
 sandbox layer alone would go, so the gap between the two is the stack's.
