@@ -164,14 +164,19 @@ def batch_cpu(url: str, episodes: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def resident_memory() -> dict[str, float]:
-    """Mean resident memory (MiB) of idle warm containers and idle pooled sandboxes."""
+    """Mean resident memory (MiB) of idle warm containers, the network holders they joined,
+    and idle pooled sandboxes."""
     out = subprocess.run(
         ["docker", "stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}"],
         capture_output=True,
         text=True,
         check=False,
     ).stdout
-    sizes: dict[str, list[float]] = {"warm_container_mib": [], "pooled_sandbox_mib": []}
+    sizes: dict[str, list[float]] = {
+        "warm_container_mib": [],
+        "network_holder_mib": [],
+        "pooled_sandbox_mib": [],
+    }
     units = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "B": 1 / (1 << 20)}
     for line in out.splitlines():
         name, _, usage = line.partition(" ")
@@ -180,6 +185,8 @@ def resident_memory() -> dict[str, float]:
         if not name.startswith("proctor-") or unit is None:
             continue
         key = "pooled_sandbox_mib" if name.startswith("proctor-pooled-") else "warm_container_mib"
+        if name.endswith("-netns"):  # the network namespace a fresh sandbox joins
+            key = "network_holder_mib"
         sizes[key].append(float(amount[: -len(unit)]) * units[unit])
     return {k: round(sum(v) / len(v), 1) for k, v in sizes.items() if v}
 

@@ -260,7 +260,9 @@ def finish_interactive(
         plan = grading_plan(task, keep=set(state.keep), restore=restore)
         # before sealing: what the agent left in protected paths, and its diff for the judge
         protected = Snapshot(paths=task.protected_paths)
-        counted = Sent()  # the sandbox's packets since it was made: any contact at all?
+        # the packets sent in its network namespace (a holder's: earlier sandboxes' too,
+        # which only costs a read of the honeypot's log): any contact at all?
+        counted = Sent()
         looks: list[Op[Any]] = [KillAll(), protected, counted]
         diff_op = None
         if task.repo is not None:

@@ -13,6 +13,7 @@ from core.config import Settings
 from tests.conftest import claimed_database, running_service, wait_until
 from tests.e2e.helpers import episode
 from tests.e2e.test_interactive import bash, repo, start, task  # noqa: F401
+from workers.sandbox.docker import HOLDER_LABEL
 
 
 @pytest.fixture(scope="module")
@@ -87,11 +88,14 @@ def test_cancelling_a_running_oneshot_stops_its_sandbox(
     )
 
     def sandboxes() -> list[object]:
+        """The deployment's running sandboxes (not the network holders they join, which
+        stay for the next sandbox)."""
         engine = docker.from_env()
         try:
-            return list(
-                engine.api.containers(filters={"label": f"org.proctor.deployment={deployment}"})
+            listed = engine.api.containers(
+                filters={"label": f"org.proctor.deployment={deployment}"}
             )
+            return [c for c in listed if HOLDER_LABEL not in (c.get("Labels") or {})]
         finally:
             engine.close()
 

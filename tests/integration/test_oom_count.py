@@ -27,3 +27,4 @@ def test_the_host_reads_a_sandboxs_oom_kills() -> None:
         assert engine.oom_kills("0" * 64) is None  # no such container: nothing to read
     finally:
         engine.remove(container.id)
+        engine.release_networks()  # the network holder it kept for a next sandbox

@@ -26,8 +26,8 @@ from workers.honeypot import Hit, Honeypot, evidence
 from workers.main import start_honeypot
 from workers.sandbox.docker import (
     DEPLOYMENT_LABEL,
+    HOLDER_LABEL,
     ICC_OPTION,
-    SANDBOX_NETWORK_LABEL,
     Container,
     Engine,
     SandboxSpec,
@@ -215,7 +215,7 @@ def test_a_sandbox_has_no_address_of_the_host_one_hop_away(site: Site) -> None:
 
     site.honeypot.ensure()
     sandbox = site.sandbox()
-    network = site.engine.inspect(sandbox.id)["NetworkSettings"]["Networks"]
+    network = site.engine.networks_of(sandbox.id)
     [(name, endpoint)] = [(n, e) for n, e in network.items() if n.endswith("-net")]
     gateway = site.engine.api.inspect_network(name)["IPAM"]["Config"][0]["Gateway"]
     with socket.socket() as server:
@@ -272,51 +272,100 @@ def test_the_honeypot_records_a_sandbox_while_another_floods_it(site: Site) -> N
 
 def address_on(site: Site, sandbox: Container) -> str:
     """The honeypot's address on the sandbox's own network (its DNS server)."""
-    info = site.engine.inspect(sandbox.id)
-    return str(info["HostConfig"]["Dns"][0])
+    members = site.engine.api.inspect_network(own_network(site, sandbox))["Containers"]
+    [peer] = [m for m in members.values() if m["Name"] == site.honeypot.name]
+    return str(peer["IPv4Address"]).partition("/")[0]
 
 
 def test_a_sandbox_network_goes_with_its_sandbox_whoever_removes_it(site: Site) -> None:
     site.honeypot.ensure()
     mine, swept = site.sandbox(), site.sandbox()
     api = site.engine.api
+    networks = {c.id: own_network(site, c) for c in (mine, swept)}
 
-    def own_networks(container: Container) -> list[object]:
-        return list(api.networks(filters={"label": f"{SANDBOX_NETWORK_LABEL}={container.name}"}))
+    def left() -> set[str]:
+        return {n for n in networks.values() if api.networks(names=[n])}
 
-    assert len(own_networks(mine)) == 1 and len(own_networks(swept)) == 1
+    def holders() -> list[object]:
+        label = [f"{HOLDER_LABEL}=1", f"{DEPLOYMENT_LABEL}={site.deployment}"]
+        return list(api.containers(all=True, filters={"label": label}))
+
+    assert len(set(networks.values())) == 2 and len(holders()) == 2
     site.engine.remove(mine.id)  # kept for this worker's next sandbox …
-    assert len(own_networks(mine)) == 1
+    assert left() == set(networks.values()) and len(holders()) == 2
     site.engine.release_networks()  # … until the worker stops
     site.engine_for("another-worker").remove(swept.id)  # a janitor sweeping a dead worker's
-    assert own_networks(mine) == [] and own_networks(swept) == []
+    assert left() == set() and holders() == []
+
+
+def own_network(site: Site, sandbox: Container) -> str:
+    [name] = [n for n in site.engine.networks_of(sandbox.id) if n.endswith("-net")]
+    return name
 
 
 def test_a_sandbox_network_serves_the_next_sandbox_never_two_at_once(site: Site) -> None:
-    """A removed sandbox's own network is the next one's (the peer already on it); two
-    sandboxes alive at once never share one; contacts are the new sandbox's."""
+    """A removed sandbox's network namespace, on its own network, is the next one's (the
+    peer already on it); two sandboxes alive at once never share one; contacts are the new
+    sandbox's."""
     site.honeypot.ensure()
     first, second = site.sandbox(), site.sandbox()
-    networks = [
-        set(site.engine.inspect(c.id)["NetworkSettings"]["Networks"]) for c in (first, second)
-    ]
-    assert not networks[0] & networks[1]
+    networks = [own_network(site, c) for c in (first, second)]
+    assert networks[0] != networks[1]
     site.engine.remove(first.id)
     third = site.sandbox()
-    assert set(site.engine.inspect(third.id)["NetworkSettings"]["Networks"]) == networks[0]
-    assert third.ip
+    assert own_network(site, third) == networks[0]
+    assert third.ip == first.ip
     since = time.time()
     run(site.engine, third, fetch_raw("203.0.113.9"))
     hits = contacts_of(site.honeypot, third.ip, since, want=1)
     assert any(h.proto == "http" and h.dst == "203.0.113.9" for h in hits), hits
-    # a spare another worker pruned meanwhile: the next sandbox gets a new network
+    # nothing of the earlier sandbox is running in it: a listener it left died with it
+    listen(site.engine, third)
+    site.engine.remove(third.id)
+    fifth = site.sandbox()
+    assert own_network(site, fifth) == networks[0]
+    answer = run(site.engine, fifth, PROBE.format(ip=fifth.ip, port=PORT)).strip()
+    assert answer != "tcp-connected"
+    # a spare holder gone meanwhile (a janitor swept it as stopped): the next sandbox gets
+    # a new one, and the old one's network goes
     site.engine.remove(second.id)
-    spare = networks[1].pop()
-    site.engine.api.disconnect_container_from_network(site.honeypot.name, spare, force=True)
-    site.engine.api.remove_network(spare)
+    members = api_members(site, networks[1])
+    [holder] = [m for m in members if m != site.honeypot.name]
+    site.engine.api.remove_container(holder, force=True)
     fourth = site.sandbox()
-    assert spare not in site.engine.inspect(fourth.id)["NetworkSettings"]["Networks"]
+    assert own_network(site, fourth) not in networks
     assert fourth.ip
+    assert not site.engine.api.networks(names=[networks[1]])
+
+
+def api_members(site: Site, network: str) -> list[str]:
+    containers = site.engine.api.inspect_network(network).get("Containers") or {}
+    return [str(about.get("Name")) for about in containers.values()]
+
+
+def test_sandboxes_without_a_network_have_loopback_alone_never_shared_at_once(site: Site) -> None:
+    """`none`: a holder's namespace with loopback alone, one sandbox at a time; a listener
+    on loopback is neither reachable from a live neighbour nor left to the next sandbox."""
+    spec = SandboxSpec(image=IMAGE, network="none")
+
+    def sandbox() -> Container:
+        labels = {DEPLOYMENT_LABEL: site.deployment}
+        return site.engine.create(spec, name=f"proctor-test-{uuid.uuid4().hex[:12]}", labels=labels)
+
+    first, second = sandbox(), sandbox()
+    modes = [site.engine.inspect(c.id)["HostConfig"]["NetworkMode"] for c in (first, second)]
+    assert all(m.startswith("container:") for m in modes) and modes[0] != modes[1]
+    assert site.engine.network_mode(first.id) == "none" and first.ip is None
+    interfaces = "import os\nprint(sorted(os.listdir('/sys/class/net')))"
+    assert run(site.engine, first, interfaces).strip() == "['lo']"
+    listen(site.engine, first)
+    loopback = PROBE.format(ip="127.0.0.1", port=PORT)
+    assert run(site.engine, first, loopback).strip() == "tcp-connected"
+    assert run(site.engine, second, loopback).strip() != "tcp-connected"
+    site.engine.remove(first.id)
+    third = sandbox()
+    assert site.engine.inspect(third.id)["HostConfig"]["NetworkMode"] == modes[0]
+    assert run(site.engine, third, loopback).strip() != "tcp-connected"
 
 
 @pytest.mark.parametrize("round_", range(3))  # a race: give it more than one chance

@@ -63,6 +63,12 @@ SUBNET_TRIES = 16
 NETWORK_PRUNE_AGE_S = 120.0  # younger networks may still be waiting for their sandbox
 SERVICE_START_S = 10.0
 SPARE_NETWORKS = 8  # sandbox networks kept per worker process for the next sandboxes
+# A network holder: a tiny container whose network namespace fresh sandboxes join, one at
+# a time (`Holder`). Its label says so; its own network, if any, is labelled with its name.
+HOLDER_LABEL = "org.proctor.netns"
+HOLDER_MEMORY_MB = 16  # `sleep` and nothing else
+# gVisor's netstack takes no interface of a namespace it joins: its sandboxes keep their own
+HOLDER_RUNTIMES = (None, "runc", "crun")
 # What a pooled sandbox's root server needs, and drops in each episode's process before any
 # code of the episode runs: becoming the episode's uid, signalling it, handing it its
 # directories and removing whatever it left, whatever modes it set.
@@ -87,7 +93,8 @@ class ProtectionMissing(SandboxError):
 
 
 class NetworkGone(SandboxError):
-    """A spare sandbox network was removed meanwhile (pruned by another worker)."""
+    """A spare sandbox network or network holder was removed meanwhile (pruned by another
+    worker, or stopped by an engine restart)."""
 
 
 class ExecStreamBroken(SandboxError):
@@ -146,6 +153,24 @@ class Container:
     started_at: float = field(default_factory=time.monotonic)
     start_s: float = 0.0
     ip: str | None = None  # on the honeypot network; None with no network
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """A network namespace kept from sandbox to sandbox: a container that only sleeps, on
+    the network its sandboxes asked for (`none`: loopback alone), which each fresh sandbox
+    joins (`network_mode=container:…`) instead of having one made and torn down for it —
+    the kernel's namespace, the veth pair and the engine's endpoint cost a fresh container
+    more CPU than everything else it does (`bench/oneshot.py`). One sandbox at a time: a
+    holder is handed on only after its sandbox was removed, and with it every process that
+    could hold a socket. Nothing of the namespace is the code under test's to change (no
+    capability), so what a sandbox finds there is what the previous one found."""
+
+    id: str
+    name: str
+    network: str  # what its sandboxes ask for (`SandboxSpec.network`)
+    own_network: str  # its network of its own (the honeypot's isolation), or ""
+    ip: str | None  # its address, the address of every sandbox in it; None with no network
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +240,8 @@ class Engine:
         # itself. Own network → (the shared network it stands for, the peer's address).
         self._network_of: dict[str, tuple[str, str]] = {}
         self._spare_networks: dict[str, list[str]] = {}  # shared network → idle own ones
+        self._holder_of: dict[str, Holder] = {}  # sandbox container id → the holder it joined
+        self._spare_holders: dict[str, list[Holder]] = {}  # asked-for network → idle holders
         self._closed = False
 
     # ------------------------------------------------------------------ engine
@@ -273,7 +300,12 @@ class Engine:
         memory_mb = spec.memory_mb + (POOLED_SERVER_MB if spec.pooled else 0)
         # exec: agents run scripts and compiled programs from their workspace
         tmpfs_opts = f"rw,exec,nosuid,nodev,size={spec.disk_mb}m"
-        network, dns, own_network, reused = self._sandbox_network(spec, name, reuse=reuse)
+        holder, own_network, reused = None, "", False
+        if self._joins_holder(spec):
+            holder, reused = self._take_holder(spec, name, reuse=reuse)
+            network, dns = f"container:{holder.id}", None
+        else:
+            network, dns, own_network, reused = self._sandbox_network(spec, name, reuse=reuse)
         host_config = self.api.create_host_config(
             network_mode=network,
             dns=dns,
@@ -312,7 +344,7 @@ class Engine:
                 # `kill -1`; nothing of the code under test ever runs as root.
                 user="0:0",
                 name=name,
-                hostname="sandbox",
+                hostname=None if holder else "sandbox",  # a holder's: it has the holder's
                 working_dir=WORKSPACE,
                 labels=all_labels,
                 environment={
@@ -322,30 +354,41 @@ class Engine:
                     "PYTHONUNBUFFERED": "1",
                 },
                 host_config=host_config,
-                network_disabled=spec.network == "none",
+                network_disabled=spec.network == "none" and holder is None,
             )
         except (DockerException, requests.exceptions.RequestException) as exc:
+            if holder:
+                self._remove_holder(holder)
             if own_network:
                 self._forget_network(own_network)
                 self._remove_sandbox_network(own_network)
-            if reused and isinstance(exc, NotFound):
-                raise NetworkGone(own_network) from exc
+            if reused and isinstance(exc, NotFound):  # the spare went meanwhile
+                raise NetworkGone(holder.name if holder else own_network) from exc
             raise _wrap(exc, f"create sandbox from {spec.image}") from exc
         container_id = str(created["Id"])
-        if own_network:
-            with self._lock:
+        with self._lock:
+            if holder:
+                self._holder_of[container_id] = holder
+            if own_network:
                 self._own_networks[container_id] = own_network
         try:
             self.api.start(container_id)
         except (DockerException, requests.exceptions.RequestException) as exc:
+            if holder:  # it goes with this sandbox, which may have failed because of it
+                self._forget_holder(container_id)
+                self._remove_container(container_id)
+                self._remove_holder(holder)
+                if reused and isinstance(exc, APIError):  # a spare holder gone or stopped
+                    raise NetworkGone(holder.name) from exc
+                raise _wrap(exc, f"start sandbox {name}") from exc
             if reused and isinstance(exc, NotFound):  # its network went meanwhile
                 self._forget_network(own_network)
                 self.remove(container_id)
                 raise NetworkGone(own_network) from exc
             self.remove(container_id)
             raise _wrap(exc, f"start sandbox {name}") from exc
-        ip = None
-        if spec.network != "none":
+        ip = holder.ip if holder else None
+        if spec.network != "none" and holder is None:
             networks = self.inspect(container_id)["NetworkSettings"]["Networks"]
             ip = (networks.get(network) or {}).get("IPAddress") or None
         return Container(
@@ -354,11 +397,21 @@ class Engine:
 
     def remove(self, container_id: str) -> None:
         with self._lock:
+            holder = self._holder_of.pop(container_id, None)
             own_networks = [self._own_networks.pop(container_id, "")]
-        if not own_networks[0]:  # made by another process (a dead worker's, swept)
-            with self._lock:
-                ours = set(self._network_of)  # its network may serve one of ours by now
-            own_networks = [n for n in self._sandbox_networks_of(container_id) if n not in ours]
+        foreign_holder = ""
+        if holder is None and not own_networks[0]:  # made by another process (swept)
+            foreign_holder, own_networks = self._leftovers_of(container_id)
+        self._remove_container(container_id)
+        if holder is not None and not self._keep_spare_holder(holder):
+            self._remove_holder(holder)
+        if foreign_holder:
+            self.remove(foreign_holder)  # a holder's own network is found by its label
+        for network in own_networks:
+            if not self._keep_spare(network):
+                self._remove_sandbox_network(network)
+
+    def _remove_container(self, container_id: str) -> None:
         try:
             self.api.remove_container(container_id, force=True, v=True)
         except NotFound:
@@ -368,9 +421,54 @@ class Engine:
                 log.warning("could not remove container %s: %s", container_id[:12], exc)
         except (DockerException, requests.exceptions.RequestException) as exc:
             log.warning("could not remove container %s: %s", container_id[:12], exc)
-        for network in own_networks:
-            if not self._keep_spare(network):
-                self._remove_sandbox_network(network)
+
+    def network_mode(self, container_id: str) -> str:
+        """The network a sandbox is on as the engine says it (`none`, a network's name), the
+        network holder's where it joined one."""
+        mode = str(self.inspect(container_id)["HostConfig"].get("NetworkMode") or "")
+        if mode.startswith("container:"):
+            return self.network_mode(mode.partition(":")[2])
+        return mode
+
+    def networks_of(self, container_id: str) -> dict[str, Any]:
+        """The networks a sandbox is on and its address on each (the engine's
+        `NetworkSettings.Networks`), its network holder's where it joined one."""
+        info = self.inspect(container_id)
+        mode = str(info["HostConfig"].get("NetworkMode") or "")
+        if mode.startswith("container:"):
+            return self.networks_of(mode.partition(":")[2])
+        return dict(info["NetworkSettings"]["Networks"] or {})
+
+    def _leftovers_of(self, container_id: str) -> tuple[str, list[str]]:
+        """What goes with a sandbox this process did not make: the holder it joined (a
+        network holder's id, or ""), and its own networks (found by their label)."""
+        try:
+            info = self.api.inspect_container(container_id)
+        except NotFound:
+            return "", []
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            log.warning("could not inspect %s: %s", container_id[:12], exc)
+            return "", []
+        mode = str((info.get("HostConfig") or {}).get("NetworkMode") or "")
+        if mode.startswith("container:"):
+            joined = mode.partition(":")[2]
+            with self._lock:  # one of ours serves another of our sandboxes by now
+                ours = {h.id for h in self._holder_of.values()}
+                ours |= {h.id for spare in self._spare_holders.values() for h in spare}
+            if joined not in ours and self._is_holder(joined):
+                return joined, []
+            return "", []
+        with self._lock:
+            ours_networks = set(self._network_of)  # its network may serve one of ours by now
+        name = str(info["Name"]).lstrip("/")
+        return "", [n for n in self._networks_labelled(name) if n not in ours_networks]
+
+    def _is_holder(self, container_id: str) -> bool:
+        try:
+            labels = self.api.inspect_container(container_id)["Config"].get("Labels") or {}
+        except (DockerException, requests.exceptions.RequestException):
+            return False
+        return labels.get(HOLDER_LABEL) == "1" and labels.get(DEPLOYMENT_LABEL) == self.deployment
 
     def _keep_spare(self, network: str) -> bool:
         """Keep a removed sandbox's own network for the next one, if few are kept yet."""
@@ -388,14 +486,117 @@ class Engine:
             self._network_of.pop(network, None)
 
     def release_networks(self) -> None:
-        """Remove the spare sandbox networks (at a worker's stop)."""
+        """Remove the spare network holders and sandbox networks (at a worker's stop)."""
         with self._lock:
             self._closed = True
             spare = [n for networks in self._spare_networks.values() for n in networks]
             self._spare_networks.clear()
+            holders = [h for spares in self._spare_holders.values() for h in spares]
+            self._spare_holders.clear()
+        for holder in holders:
+            self._remove_holder(holder)
         for network in spare:
             self._forget_network(network)
             self._remove_sandbox_network(network)
+
+    # ------------------------------------------------------------------ network holders
+
+    def _joins_holder(self, spec: SandboxSpec) -> bool:
+        """Whether a sandbox joins a network holder: a fresh sandbox of a runtime that takes
+        the namespace's interfaces, asking for no network or for one the honeypot isolates
+        (a shared network alone would put every sandbox of a holder's life on it at once)."""
+        if spec.pooled or spec.runtime not in HOLDER_RUNTIMES:
+            return False  # a pooled sandbox lives long: a namespace of its own costs it once
+        with self._lock:
+            return spec.network == "none" or spec.network in self._isolation
+
+    def _take_holder(self, spec: SandboxSpec, name: str, *, reuse: bool) -> tuple[Holder, bool]:
+        """A spare holder for the network the sandbox asks for, or a new one; whether it
+        served a sandbox before."""
+        with self._lock:
+            spare = self._spare_holders.get(spec.network)
+            if spare and reuse:
+                return spare.pop(), True
+        return self._make_holder(spec, f"{name}-netns"), False
+
+    def _make_holder(self, spec: SandboxSpec, name: str) -> Holder:
+        own_network, dns = "", None
+        mode = spec.network
+        if spec.network != "none":
+            with self._lock:
+                isolation = self._isolation[spec.network]
+            own_network, peer_ip = self._create_sandbox_network(
+                f"{name}-net", isolation, sandbox=name
+            )
+            with self._lock:
+                self._network_of[own_network] = (spec.network, peer_ip)
+            mode, dns = own_network, [peer_ip]
+        host_config = self.api.create_host_config(
+            network_mode=mode,
+            dns=dns,
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            mem_limit=f"{HOLDER_MEMORY_MB}m",
+            memswap_limit=f"{HOLDER_MEMORY_MB}m",
+            pids_limit=4,
+            runtime=spec.runtime,
+            log_config=docker.types.LogConfig(type="none"),
+        )
+        labels = {
+            MANAGED_LABEL: "1",
+            HOLDER_LABEL: "1",
+            WORKER_LABEL: self.worker,
+            HOST_LABEL: self.host,
+            DEPLOYMENT_LABEL: self.deployment,
+        }
+        holder_id, ip = "", None
+        try:
+            created = self.api.create_container(
+                spec.image,
+                command=["sleep", "infinity"],
+                user="0:0",  # out of reach of the sandbox user, in a pid namespace of its own
+                name=name,
+                hostname="sandbox",
+                labels=labels,
+                host_config=host_config,
+                network_disabled=spec.network == "none",
+            )
+            holder_id = str(created["Id"])
+            self.api.start(holder_id)
+            if own_network:
+                networks = self.inspect(holder_id)["NetworkSettings"]["Networks"]
+                ip = (networks.get(own_network) or {}).get("IPAddress") or None
+        except (DockerException, requests.exceptions.RequestException, SandboxError) as exc:
+            self._remove_holder(Holder(holder_id, name, spec.network, own_network, None))
+            raise _wrap(exc, f"make a network holder from {spec.image}") from exc
+        return Holder(holder_id, name, spec.network, own_network, ip)
+
+    def _keep_spare_holder(self, holder: Holder) -> bool:
+        """Keep a removed sandbox's holder for the next one, if few are kept yet."""
+        with self._lock:
+            spare = self._spare_holders.setdefault(holder.network, [])
+            if self._closed or len(spare) >= SPARE_NETWORKS:
+                return False
+            spare.append(holder)
+            return True
+
+    def _forget_holder(self, container_id: str) -> None:
+        with self._lock:
+            self._holder_of.pop(container_id, None)
+
+    def _remove_holder(self, holder: Holder) -> None:
+        """Remove a holder (no sandbox in it any more), then its own network."""
+        if holder.id:
+            try:
+                self.api.remove_container(holder.id, force=True)
+            except NotFound:
+                pass
+            except (DockerException, requests.exceptions.RequestException) as exc:
+                log.warning("could not remove network holder %s: %s", holder.name, exc)
+        if holder.own_network:
+            self._forget_network(holder.own_network)
+            self._remove_sandbox_network(holder.own_network)
 
     def inspect(self, container_id: str) -> dict[str, Any]:
         try:
@@ -671,15 +872,12 @@ class Engine:
                 log.warning("could not remove sandbox network %s: %s", network, exc)
                 return
 
-    def _sandbox_networks_of(self, container_id: str) -> list[str]:
-        """The own networks of a sandbox this process did not make (found by their label)."""
+    def _networks_labelled(self, sandbox: str) -> list[str]:
+        """The own networks of a sandbox or holder, by its name (their label)."""
         try:
-            name = str(self.api.inspect_container(container_id)["Name"]).lstrip("/")
-            listed = self.api.networks(filters={"label": f"{SANDBOX_NETWORK_LABEL}={name}"})
-        except NotFound:
-            return []
+            listed = self.api.networks(filters={"label": f"{SANDBOX_NETWORK_LABEL}={sandbox}"})
         except (DockerException, requests.exceptions.RequestException) as exc:
-            log.warning("could not find the networks of %s: %s", container_id[:12], exc)
+            log.warning("could not find the networks of %s: %s", sandbox, exc)
             return []
         return [str(n["Name"]) for n in listed]
 
