@@ -7,6 +7,7 @@ honeypot says so and is not ready.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -343,7 +344,9 @@ def api_members(site: Site, network: str) -> list[str]:
     return [str(about.get("Name")) for about in containers.values()]
 
 
-def test_sandboxes_without_a_network_have_loopback_alone_never_shared_at_once(site: Site) -> None:
+def test_sandboxes_without_a_network_have_loopback_alone_never_shared_at_once(
+    site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
     """`none`: a holder's namespace with loopback alone, one sandbox at a time; a listener
     on loopback is neither reachable from a live neighbour nor left to the next sandbox."""
     spec = SandboxSpec(image=IMAGE, network="none")
@@ -366,6 +369,8 @@ def test_sandboxes_without_a_network_have_loopback_alone_never_shared_at_once(si
     third = sandbox()
     assert site.engine.inspect(third.id)["HostConfig"]["NetworkMode"] == modes[0]
     assert run(site.engine, third, loopback).strip() != "tcp-connected"
+    site.engine.remove(third.id)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
 
 
 @pytest.mark.parametrize("round_", range(3))  # a race: give it more than one chance

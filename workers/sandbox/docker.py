@@ -66,7 +66,12 @@ SPARE_NETWORKS = 8  # sandbox networks kept per worker process for the next sand
 # A network holder: a tiny container whose network namespace fresh sandboxes join, one at
 # a time (`Holder`). Its label says so; its own network, if any, is labelled with its name.
 HOLDER_LABEL = "org.proctor.netns"
-HOLDER_MEMORY_MB = 16  # `sleep` and nothing else
+# `sleep` needs well under 1 MiB and 1 pid, but the runtime's own set-up runs in the
+# container's cgroup first (`runc init`, a Go program with threads of its own): tighter
+# limits than these made a start fail now and then ("cannot start a stopped process")
+HOLDER_MEMORY_MB = 64
+HOLDER_PIDS = 16
+HOLDER_TRIES = 2
 # gVisor's netstack takes no interface of a namespace it joins: its sandboxes keep their own
 HOLDER_RUNTIMES = (None, "runc", "crun")
 # What a pooled sandbox's root server needs, and drops in each episode's process before any
@@ -398,9 +403,9 @@ class Engine:
     def remove(self, container_id: str) -> None:
         with self._lock:
             holder = self._holder_of.pop(container_id, None)
-            own_networks = [self._own_networks.pop(container_id, "")]
-        foreign_holder = ""
-        if holder is None and not own_networks[0]:  # made by another process (swept)
+            own_network = self._own_networks.pop(container_id, "")
+        foreign_holder, own_networks = "", [own_network] if own_network else []
+        if holder is None and not own_network:  # made by another process (swept)
             foreign_holder, own_networks = self._leftovers_of(container_id)
         self._remove_container(container_id)
         if holder is not None and not self._keep_spare_holder(holder):
@@ -517,7 +522,17 @@ class Engine:
             spare = self._spare_holders.get(spec.network)
             if spare and reuse:
                 return spare.pop(), True
-        return self._make_holder(spec, f"{name}-netns"), False
+        for attempt in range(HOLDER_TRIES):
+            try:
+                suffix = f"-{attempt + 1}" if attempt else ""
+                return self._make_holder(spec, f"{name}{suffix}-netns"), False
+            except ImageMissing:
+                raise
+            except SandboxError as exc:  # the engine refused a start now and then
+                if attempt + 1 == HOLDER_TRIES:
+                    raise
+                log.warning("a network holder for %s did not start (%s): once more", name, exc)
+        raise AssertionError("unreachable")
 
     def _make_holder(self, spec: SandboxSpec, name: str) -> Holder:
         own_network, dns = "", None
@@ -539,7 +554,7 @@ class Engine:
             security_opt=["no-new-privileges"],
             mem_limit=f"{HOLDER_MEMORY_MB}m",
             memswap_limit=f"{HOLDER_MEMORY_MB}m",
-            pids_limit=4,
+            pids_limit=HOLDER_PIDS,
             runtime=spec.runtime,
             log_config=docker.types.LogConfig(type="none"),
         )
