@@ -216,7 +216,7 @@ def test_a_sandbox_has_no_address_of_the_host_one_hop_away(site: Site) -> None:
 
     site.honeypot.ensure()
     sandbox = site.sandbox()
-    network = site.engine.networks_of(sandbox.id)
+    network = site.engine.network_owner(sandbox.id)["NetworkSettings"]["Networks"]
     [(name, endpoint)] = [(n, e) for n, e in network.items() if n.endswith("-net")]
     gateway = site.engine.api.inspect_network(name)["IPAM"]["Config"][0]["Gateway"]
     with socket.socket() as server:
@@ -300,7 +300,11 @@ def test_a_sandbox_network_goes_with_its_sandbox_whoever_removes_it(site: Site) 
 
 
 def own_network(site: Site, sandbox: Container) -> str:
-    [name] = [n for n in site.engine.networks_of(sandbox.id) if n.endswith("-net")]
+    [name] = [
+        n
+        for n in site.engine.network_owner(sandbox.id)["NetworkSettings"]["Networks"]
+        if n.endswith("-net")
+    ]
     return name
 
 
@@ -358,7 +362,8 @@ def test_sandboxes_without_a_network_have_loopback_alone_never_shared_at_once(
     first, second = sandbox(), sandbox()
     modes = [site.engine.inspect(c.id)["HostConfig"]["NetworkMode"] for c in (first, second)]
     assert all(m.startswith("container:") for m in modes) and modes[0] != modes[1]
-    assert site.engine.network_mode(first.id) == "none" and first.ip is None
+    owner = site.engine.network_owner(first.id)
+    assert owner["HostConfig"]["NetworkMode"] == "none" and first.ip is None
     interfaces = "import os\nprint(sorted(os.listdir('/sys/class/net')))"
     assert run(site.engine, first, interfaces).strip() == "['lo']"
     listen(site.engine, first)

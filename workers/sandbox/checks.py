@@ -54,7 +54,8 @@ def verify_protections(engine: Engine, spec: SandboxSpec) -> None:
             problems.append("memory limit without swap not applied")
         if not host.get("PidsLimit"):
             problems.append("pids limit not applied")
-        if spec.network == "none" and engine.network_mode(container.id) != "none":
+        network = engine.network_owner(container.id)["HostConfig"].get("NetworkMode")
+        if spec.network == "none" and network != "none":
             problems.append("network not disabled")
         result = engine.exec(
             container.id, ["python3", "-I", "-c", PROBE], user=spec.user, timeout_s=30

@@ -427,22 +427,15 @@ class Engine:
         except (DockerException, requests.exceptions.RequestException) as exc:
             log.warning("could not remove container %s: %s", container_id[:12], exc)
 
-    def network_mode(self, container_id: str) -> str:
-        """The network a sandbox is on as the engine says it (`none`, a network's name), the
-        network holder's where it joined one."""
-        mode = str(self.inspect(container_id)["HostConfig"].get("NetworkMode") or "")
-        if mode.startswith("container:"):
-            return self.network_mode(mode.partition(":")[2])
-        return mode
-
-    def networks_of(self, container_id: str) -> dict[str, Any]:
-        """The networks a sandbox is on and its address on each (the engine's
-        `NetworkSettings.Networks`), its network holder's where it joined one."""
+    def network_owner(self, container_id: str) -> dict[str, Any]:
+        """The engine's inspect of the container whose network namespace a sandbox uses: its
+        network holder's where it joined one, else its own (`HostConfig.NetworkMode`,
+        `NetworkSettings.Networks`)."""
         info = self.inspect(container_id)
         mode = str(info["HostConfig"].get("NetworkMode") or "")
         if mode.startswith("container:"):
-            return self.networks_of(mode.partition(":")[2])
-        return dict(info["NetworkSettings"]["Networks"] or {})
+            return self.network_owner(mode.partition(":")[2])
+        return info
 
     def _leftovers_of(self, container_id: str) -> tuple[str, list[str]]:
         """What goes with a sandbox this process did not make: the holder it joined (a
@@ -603,12 +596,7 @@ class Engine:
     def _remove_holder(self, holder: Holder) -> None:
         """Remove a holder (no sandbox in it any more), then its own network."""
         if holder.id:
-            try:
-                self.api.remove_container(holder.id, force=True)
-            except NotFound:
-                pass
-            except (DockerException, requests.exceptions.RequestException) as exc:
-                log.warning("could not remove network holder %s: %s", holder.name, exc)
+            self._remove_container(holder.id)
         if holder.own_network:
             self._forget_network(holder.own_network)
             self._remove_sandbox_network(holder.own_network)
