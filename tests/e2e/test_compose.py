@@ -506,9 +506,11 @@ def test_a_killed_worker_container_is_replaced_and_its_episode_ended(
         "the killed worker's episode ended",
     )
     assert ended["verdict"] == "infra_error" and ended["reward"] is None, ended
+    # one listing call: `containers.list` inspects each container it lists, and one the
+    # janitor removes in between (the sandbox, its network holder) raises NotFound
     wait_for(
         lambda: (
-            not engine.containers.list(all=True, filters={"label": f"org.proctor.worker={owner}"})
+            not engine.api.containers(all=True, filters={"label": f"org.proctor.worker={owner}"})
         ),
         30,
         "the killed worker's sandbox removed",
