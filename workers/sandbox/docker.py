@@ -125,13 +125,14 @@ class SandboxSpec:
 
 @dataclass(slots=True)
 class ExecResult:
-    exit_code: int | None
+    exit_code: int | None  # None: timed out, or not asked for (`Engine.exec`'s `exit_code`)
     stdout: bytes
     stderr: bytes
     timed_out: bool
     duration_s: float
     stdout_truncated: bool = False
     stderr_truncated: bool = False
+    exec_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1092,11 +1093,14 @@ class Engine:
         max_output: int = 1 << 20,
         env: dict[str, str] | None = None,
         workdir: str | None = None,
+        exit_code: bool = True,
     ) -> ExecResult:
         """Run argv in the container; stream stdin in; stop reading at the deadline.
 
         On a timeout the process is still running: the caller decides how to kill it
-        (usually every process of the sandbox user, see `Sandbox.kill_all`).
+        (usually every process of the sandbox user, see `Sandbox.kill_all`). Without
+        `exit_code` the engine is not asked for it (one call or more: the stream closes a
+        moment before the exec is marked done); `exit_code_of` asks later, if it matters.
         """
         started = time.monotonic()
         try:
@@ -1128,18 +1132,19 @@ class Engine:
         finally:
             sock.close()
             raw.close()
-        exit_code = None if timed_out else self._exit_code(exec_id)
         return ExecResult(
-            exit_code=exit_code,
+            exit_code=self.exit_code_of(exec_id) if exit_code and not timed_out else None,
             stdout=bytes(out),
             stderr=bytes(err),
             timed_out=timed_out,
             duration_s=time.monotonic() - started,
             stdout_truncated=truncated[1],
             stderr_truncated=truncated[2],
+            exec_id=exec_id,
         )
 
-    def _exit_code(self, exec_id: str) -> int | None:
+    def exit_code_of(self, exec_id: str) -> int | None:
+        """An exec's exit code, once the engine marks it done (None: not within ~0.5 s)."""
         for _ in range(50):  # the stream can close a moment before the exec is marked done
             try:
                 info = self.api.exec_inspect(exec_id)

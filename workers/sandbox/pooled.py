@@ -25,7 +25,6 @@ import time
 import uuid
 from base64 import b64encode
 from dataclasses import dataclass, replace
-from functools import cache
 from typing import Any
 
 from workers.sandbox.docker import (
@@ -50,7 +49,7 @@ from workers.sandbox.sandbox import (
     SIGKILLED,
     Evidence,
     Sandbox,
-    runner_source,
+    runner_input,
 )
 
 log = logging.getLogger(__name__)
@@ -283,9 +282,9 @@ class PooledSandbox(Sandbox):
         return bool(self._status.get("oom_killed"))
 
 
-@cache
-def server_source() -> bytes:
-    return runner_source((ASSETS / "pool_server.py").read_text(encoding="utf-8"))
+def server_input() -> bytes:
+    """What the pooled server's `BOOT` reads first: the runner with the server as its entry."""
+    return runner_input((ASSETS / "pool_server.py").read_text(encoding="utf-8"))
 
 
 class RunnerPool(StartedPool[PooledRunner]):
@@ -327,8 +326,7 @@ class RunnerPool(StartedPool[PooledRunner]):
                 container.id, ["python3", "-I", "-S", "-c", BOOT], user="0:0"
             )
             stream = ServerStream(attached)
-            source = server_source()
-            attached.sock.sendall(b"%d\n" % len(source) + source)
+            attached.sock.sendall(server_input())
             shared = dict(SHARED_FILES)
             stream.send({"shared": {n: b64encode(c).decode() for n, c in shared.items()}})
             ready = stream.receive(time.monotonic() + SERVER_START_S)

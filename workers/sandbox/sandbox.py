@@ -5,11 +5,13 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import marshal
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cache
+from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +22,20 @@ from workers.sandbox.protocol import EXIT_NO_MEMORY, KillAll, Op, Program, Reply
 
 log = logging.getLogger(__name__)
 
-# The runner's source comes through stdin ahead of its request (length-prefixed), so a
-# process listing inside or outside the sandbox shows a short command, not the source.
-# Out of memory before it can reply, it says so by its exit status.
+# The runner comes through stdin ahead of its request, so a process listing inside or
+# outside the sandbox shows a short command, not the source: a header line (this worker's
+# bytecode magic number and two lengths), the runner as this worker compiled it (marshal),
+# then its source. An interpreter with the same magic number runs the code and skips
+# compiling ~46 kB of source, ~12 ms of CPU of every exec; any other compiles the source.
+# Out of memory before it can reply, the runner says so by its exit status.
 BOOT = (
     "import sys\n"
     "try:\n"
-    " n=int(sys.stdin.buffer.readline());"
-    "exec(compile(sys.stdin.buffer.read(n),'proctor-runner','exec'))\n"
+    " i=sys.stdin.buffer;m,c,s=i.readline().split();c=i.read(int(c));s=i.read(int(s))\n"
+    " if m.decode()==getattr(sys.modules.get('_frozen_importlib_external'),"
+    "'MAGIC_NUMBER',b'').hex():import marshal;p=marshal.loads(c)\n"
+    " else:p=compile(s,'proctor-runner','exec')\n"
+    " del i,m,c,s;exec(p)\n"
     f"except MemoryError:\n sys.exit({EXIT_NO_MEMORY})"
 )
 
@@ -48,6 +56,20 @@ def runner_source(entry: str = "launch(main)") -> bytes:
     definitions (the pooled server's entry is its own source, `assets/pool_server.py`)."""
     parts = [Path(protocol.__file__).read_bytes(), (ASSETS / "runner.py").read_bytes()]
     return b"\n\n".join([*parts, entry.encode()]) + b"\n"
+
+
+def boot_input(source: bytes, *, magic: bytes = MAGIC_NUMBER) -> bytes:
+    """What `BOOT` reads ahead of the request to run `source`: the header, the code this
+    interpreter compiles from it (run where the sandbox's interpreter has the same `magic`),
+    the source (compiled there otherwise)."""
+    code = marshal.dumps(compile(source, "proctor-runner", "exec", dont_inherit=True))
+    return b"%s %d %d\n" % (magic.hex().encode(), len(code), len(source)) + code + source
+
+
+@cache
+def runner_input(entry: str = "launch(main)") -> bytes:
+    """`boot_input` of the runner with `entry`, made once per worker process."""
+    return boot_input(runner_source(entry))
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,8 +289,7 @@ class Sandbox:
 
     def _program(self, program: Program, *, timeout_s: float) -> Results:
         nonce = secrets.token_hex(16)
-        source = runner_source()
-        payload = b"%d\n" % len(source) + source + program.request(nonce)
+        payload = runner_input() + program.request(nonce)
         try:
             result = self.engine.exec(
                 self.container.id,
@@ -277,31 +298,34 @@ class Sandbox:
                 user=self.user,
                 timeout_s=timeout_s + RUNNER_GRACE_S,
                 max_output=RUNNER_MAX_REPLY,
+                exit_code=False,  # a reply with our nonce is all that matters
             )
         except ExecStreamBroken as exc:  # the runner may have died before reading its stdin
             raise self.broken(Evidence(exit_code=-9, detail=str(exc))) from exc
         if result.timed_out:
             raise self.broken(Evidence(timed_out=True, detail="no reply in time"), kill=True)
-        stderr = result.stderr.decode(errors="replace")[-500:]
         try:
             data = json.loads(result.stdout)
             if not isinstance(data, dict) or data.get("nonce") != nonce:
-                raise self.broken(Evidence(forged=True, exit_code=result.exit_code))
+                code = self.engine.exit_code_of(result.exec_id)
+                raise self.broken(Evidence(forged=True, exit_code=code))
             reply = Reply.decode(data)
         except ValueError as exc:  # no JSON, or not the protocol's (ProtocolError)
+            code = self.engine.exit_code_of(result.exec_id)
+            stderr = result.stderr.decode(errors="replace")[-500:]
             log.warning(
                 "episode %s container %s: runner reply unusable (%s, exit %s); stderr=%r",
                 self.episode_id,
                 self.container.name,
                 exc,
-                result.exit_code,
+                code,
                 stderr[-300:],
             )
             raise self.broken(
                 Evidence(
-                    exit_code=result.exit_code,
-                    exception="MemoryError" if result.exit_code == EXIT_NO_MEMORY else None,
-                    detail=stderr or f"no reply (exit {result.exit_code})",
+                    exit_code=code,
+                    exception="MemoryError" if code == EXIT_NO_MEMORY else None,
+                    detail=stderr or f"no reply (exit {code})",
                 )
             ) from exc
         return Results(program, reply)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from workers.sandbox.protocol import Program, Run, RunResult, Write
-from workers.sandbox.sandbox import BOOT, runner_source
+from workers.sandbox.sandbox import BOOT, boot_input, runner_source
 
 SECRET = "grader-secret-4f1c"  # in the request only, as the grader's nonce file is
 
@@ -35,7 +35,7 @@ def run_forked(
     source = runner_source().replace(b"\nlaunch(main)\n", f"\n{prelude}launch(main)\n".encode())
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-c", BOOT],
-        input=b"%d\n" % len(source) + source + Program(ops).request("n"),
+        input=boot_input(source) + Program(ops).request("n"),
         capture_output=True,
         timeout=60,
         check=True,

@@ -48,7 +48,7 @@ from workers.sandbox.protocol import (
     commands_time_s,
     decode_request,
 )
-from workers.sandbox.sandbox import BOOT, runner_source
+from workers.sandbox.sandbox import BOOT, boot_input, runner_source
 
 OPS: list[Op[Any]] = [
     Write(files={"a.py": "x = 1\n"}, binary={"b.bin": "AAE="}, root="/tmp"),
@@ -226,6 +226,41 @@ def test_the_runner_streamed_into_the_sandbox_shares_the_protocol_source() -> No
     assert "from workers" not in source.replace("    from workers.sandbox.protocol import", "")
 
 
+def run_boot(given: bytes, request: bytes) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", BOOT],
+        input=given + request,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    reply: dict[str, Any] = json.loads(done.stdout)
+    return reply
+
+
+def test_the_runner_runs_as_compiled_where_the_bytecode_matches_and_from_source_elsewhere(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "seen.txt").write_text("")
+    program = Program([Listing(root=str(tmp_path))])
+    expected = {"kind": "listing", "stdout": f"{tmp_path}\nseen.txt\n"}
+    source = runner_source()
+    compiled = boot_input(source)
+    header, rest = compiled.split(b"\n", 1)
+    magic, size, _ = header.split()
+    code = rest[: int(size)]
+    assert run_boot(compiled, program.request("n"))["results"]["0"] == expected
+    # this interpreter's magic number: the code runs, the source is not compiled (broken here)
+    broken = b"%s %s 3\n" % (magic, size) + code + b"?!("
+    assert run_boot(broken, program.request("n"))["results"]["0"] == expected
+    # another interpreter's: the code is not loaded (garbled here), the source is compiled
+    foreign = b"0000 3 %d\n" % len(source) + b"\xff" * 3 + source
+    assert run_boot(foreign, program.request("n"))["results"]["0"] == expected
+    assert boot_input(source, magic=b"\x00\x00").startswith(b"0000 ")
+    with pytest.raises(subprocess.CalledProcessError):  # neither runs: the runner never starts
+        run_boot(b"0000 3 3\n" + b"\xff" * 3 + b"?!(", program.request("n"))
+
+
 def test_a_shared_file_travels_by_name_only_to_a_runner_that_holds_it(tmp_path: Path) -> None:
     name = protocol.share("test/shared.bin", b"\x00shared content\xff" * 100)
     assert protocol.share(name, b"\x00shared content\xff" * 100) == name  # again, alike
@@ -248,14 +283,7 @@ def test_a_shared_file_travels_by_name_only_to_a_runner_that_holds_it(tmp_path: 
     ):
         preload = f"SHARED_FILES[{given!r}] = {protocol.SHARED_FILES[name]!r}\n" if given else ""
         script = source.replace(b"\nlaunch(main)\n", f"\n{preload}launch(main)\n".encode())
-        done = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", BOOT],
-            input=b"%d\n" % len(script) + script + request,
-            capture_output=True,
-            timeout=60,
-            check=True,
-        )
-        assert json.loads(done.stdout)["error"] is None
+        assert run_boot(boot_input(script), request)["error"] is None
         assert (tmp_path / "a/copy.bin").read_bytes() == protocol.SHARED_FILES[name]
         assert (tmp_path / "own.txt").read_text() == "own"
         (tmp_path / "a/copy.bin").unlink()

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from workers.sandbox.protocol import Program, Snapshot, SnapshotResult
-from workers.sandbox.sandbox import BOOT, runner_source
+from workers.sandbox.sandbox import BOOT, boot_input, runner_source
 
 
 def snapshot(root: Path, paths: list[str], max_bytes: int) -> SnapshotResult:
@@ -19,7 +19,7 @@ def snapshot(root: Path, paths: list[str], max_bytes: int) -> SnapshotResult:
     source = runner_source()
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-c", BOOT],
-        input=b"%d\n" % len(source) + source + Program([op]).request("n"),
+        input=boot_input(source) + Program([op]).request("n"),
         capture_output=True,
         timeout=30,
         check=True,
