@@ -28,7 +28,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from redis.exceptions import RedisError
 from rq import Queue
@@ -47,7 +47,7 @@ from core.queues import QUEUE_NAME
 from core.results import infra_failure, timed_out
 from core.store import EpisodeRecord, EpisodeStore, EpisodeSummary
 from proctor.models import EpisodeStatus
-from workers.sandbox.docker import WORKER_LABEL, Engine, SandboxError
+from workers.sandbox.docker import DEPLOYMENT_LABEL, WORKER_LABEL, Engine, SandboxError
 
 log = logging.getLogger(__name__)
 
@@ -365,6 +365,23 @@ class Janitor:
                 released += count
         return released
 
+    def _unclaimed(self, stopped: Mapping[str, Any], live: set[str] | None) -> bool:
+        """Whether no episode will ask the engine why this sandbox stopped (the evidence of
+        its verdict: its init killed for lack of memory, say). This process's own episodes
+        hold theirs; another worker's may (an interactive episode's action or finish runs
+        in any worker), so they wait for its janitor, or for it to be known gone (`live`,
+        None while workers are not judged); another deployment's, whose workers this one
+        does not see, are swept once stopped longer than an episode may run."""
+        assert self.engine is not None
+        labels = stopped.get("Labels") or {}
+        owner = labels.get(WORKER_LABEL)
+        if owner == self.worker:
+            return str(stopped["Id"]) not in self.holding.values()
+        if labels.get(DEPLOYMENT_LABEL) == self.engine.deployment:
+            return live is not None and owner not in live
+        since = self.engine.stopped_at(str(stopped["Id"]))
+        return since is None or time.time() - since > MAX_EPISODE_S
+
     def reap_containers(self, live: set[str], *, others: bool = True) -> int:
         """Remove stopped sandboxes, and (`others`) those of workers not in `live`."""
         assert self.engine is not None
@@ -373,7 +390,6 @@ class Janitor:
         except SandboxError as exc:
             log.warning("janitor: cannot list sandboxes: %s", exc)
             return 0
-        reaped = 0
         # a sandbox that is not running is of no use to anyone, whichever deployment made
         # it (an engine restart stops them all): sweep those too
         try:
@@ -384,24 +400,23 @@ class Janitor:
             ]
         except SandboxError:
             stopped = []
-        held = set(self.holding.values())  # their episode asks the engine why they stopped
+        removed: set[str] = set()
         for info in stopped:
-            if str(info["Id"]) in held:
-                continue
-            self.engine.remove(str(info["Id"]))
-            reaped += 1
+            if self._unclaimed(info, live if others else None):
+                removed.add(str(info["Id"]))
         for info in containers if others else []:
             owner = (info.get("Labels") or {}).get(WORKER_LABEL)
-            if owner == self.worker or owner in live:
+            if owner == self.worker or owner in live or str(info["Id"]) in removed:
                 continue
             log.info(
                 "janitor: removing container %s of stopped worker %s",
                 str(info.get("Id", ""))[:12],
                 owner,
             )
-            self.engine.remove(str(info["Id"]))
-            reaped += 1
-        return reaped
+            removed.add(str(info["Id"]))
+        for container_id in removed:
+            self.engine.remove(container_id)
+        return len(removed)
 
 
 def _why_unstarted(

@@ -106,6 +106,11 @@ class ExecStreamBroken(SandboxError):
     pass
 
 
+class ContainerStopped(SandboxError):
+    """An exec into a sandbox that is not running (409): why it stopped is the evidence
+    (its init killed for lack of memory, most often), read with `Engine.usage`."""
+
+
 @dataclass(frozen=True, slots=True)
 class SandboxSpec:
     """Everything that decides how a sandbox container is made (and so which pool fits)."""
@@ -208,6 +213,13 @@ def _wrap(exc: Exception, what: str) -> SandboxError:
     if isinstance(exc, requests.exceptions.ConnectionError | FileNotFoundError):
         return DockerUnavailable(f"{what}: the Docker engine does not answer ({exc})")
     return SandboxError(f"{what}: {exc}")
+
+
+def _exec_failed(exc: Exception, container_id: str) -> SandboxError:
+    what = f"exec in {container_id[:12]}"
+    if isinstance(exc, APIError) and exc.status_code == 409 and "not running" in str(exc):
+        return ContainerStopped(f"{what}: {exc.explanation}")
+    return _wrap(exc, what)
 
 
 def oom_kill_count(text: str) -> int | None:
@@ -607,6 +619,15 @@ class Engine:
             return dict(self.api.inspect_container(container_id))
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, f"inspect {container_id[:12]}") from exc
+
+    def stopped_at(self, container_id: str) -> float | None:
+        """When a stopped container stopped (seconds since the epoch); None when that is not
+        known (gone, or never started: Go's zero time)."""
+        try:
+            finished = _timestamp(str(self.inspect(container_id)["State"].get("FinishedAt", "")))
+        except SandboxError:
+            return None
+        return finished if finished is not None and finished > 0 else None
 
     def oom_killed(self, container_id: str) -> bool:
         try:
@@ -1079,7 +1100,7 @@ class Engine:
             )["Id"]
             raw = self.api.exec_start(exec_id, socket=True)
         except (DockerException, requests.exceptions.RequestException) as exc:
-            raise _wrap(exc, f"exec in {container_id[:12]}") from exc
+            raise _exec_failed(exc, container_id) from exc
         return Attached(sock=getattr(raw, "_sock", raw), handle=raw)
 
     def exec(
@@ -1116,7 +1137,7 @@ class Engine:
             )["Id"]
             raw = self.api.exec_start(exec_id, socket=True)
         except (DockerException, requests.exceptions.RequestException) as exc:
-            raise _wrap(exc, f"exec in {container_id[:12]}") from exc
+            raise _exec_failed(exc, container_id) from exc
         sock: socket.socket = getattr(raw, "_sock", raw)
         try:
             # never block past the deadline, also not on writing stdin to a stuck exec
@@ -1157,18 +1178,22 @@ class Engine:
         return None
 
 
-def _age(network: dict[str, Any]) -> tuple[float, str]:
-    """When a network was made (seconds since the epoch), then its id: a total order."""
-    raw = str(network.get("Created", ""))
+def _timestamp(raw: str) -> float | None:
+    """An engine's time (RFC 3339, as Go writes it) in seconds since the epoch."""
     head, dot, rest = raw.partition(".")
     if dot:  # Go writes up to 9 fraction digits, Python reads 6
         digits = rest[: len(rest) - len(rest.lstrip("0123456789"))]
         raw = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits) :]}"
     try:
-        created = datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
     except ValueError:
-        created = float("inf")
-    return created, str(network.get("Id", ""))
+        return None
+
+
+def _age(network: dict[str, Any]) -> tuple[float, str]:
+    """When a network was made (seconds since the epoch), then its id: a total order."""
+    created = _timestamp(str(network.get("Created", "")))
+    return float("inf") if created is None else created, str(network.get("Id", ""))
 
 
 def _random_subnet(pool: ipaddress.IPv4Network) -> ipaddress.IPv4Network:

@@ -17,7 +17,14 @@ from typing import Any
 
 from proctor.models import Verdict
 from workers.sandbox import protocol
-from workers.sandbox.docker import Container, Engine, ExecStreamBroken, SandboxError, Usage
+from workers.sandbox.docker import (
+    Container,
+    ContainerStopped,
+    Engine,
+    ExecStreamBroken,
+    SandboxError,
+    Usage,
+)
 from workers.sandbox.protocol import EXIT_NO_MEMORY, KillAll, Op, Program, Reply, Results
 
 log = logging.getLogger(__name__)
@@ -302,6 +309,8 @@ class Sandbox:
             )
         except ExecStreamBroken as exc:  # the runner may have died before reading its stdin
             raise self.broken(Evidence(exit_code=-9, detail=str(exc))) from exc
+        except ContainerStopped as exc:  # the engine's state of the sandbox says why
+            raise self.broken(Evidence(detail=str(exc))) from exc
         if result.timed_out:
             raise self.broken(Evidence(timed_out=True, detail="no reply in time"), kill=True)
         try:
