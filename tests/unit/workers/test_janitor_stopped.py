@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from workers.janitor import Janitor
 from core.defaults import MAX_EPISODE_S
+from workers.janitor import Janitor
 from workers.sandbox.docker import DEPLOYMENT_LABEL, WORKER_LABEL
 
 
