@@ -25,6 +25,7 @@ import time
 import uuid
 from base64 import b64encode
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 from workers.sandbox.docker import (
@@ -282,6 +283,7 @@ class PooledSandbox(Sandbox):
         return bool(self._status.get("oom_killed"))
 
 
+@cache
 def server_input() -> bytes:
     """What the pooled server's `BOOT` reads first: the runner with the server as its entry."""
     return runner_input((ASSETS / "pool_server.py").read_text(encoding="utf-8"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from proctor.models import EpisodeStatus
+from tests.unit.workers.janitors import janitor_of
 from workers.janitor import Janitor
 
 
@@ -35,17 +36,7 @@ class Engine:
 
 def janitor(store: Store, holding: dict[str, str]) -> tuple[Janitor, Engine]:
     engine = Engine()
-    found = Janitor(
-        store,  # type: ignore[arg-type]
-        worker="w",
-        host="h",
-        heartbeat_s=1,
-        heartbeat_ttl_s=3,
-        sweep_s=1,
-        engine=engine,  # type: ignore[arg-type]
-        holding=holding,
-    )
-    return found, engine
+    return janitor_of(store, engine, holding, worker="w"), engine
 
 
 def test_the_container_of_an_episode_cancelled_while_it_runs_is_removed() -> None:

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from core.defaults import MAX_EPISODE_S
-from workers.janitor import Janitor
+from tests.unit.workers.janitors import janitor_of
 from workers.sandbox.docker import DEPLOYMENT_LABEL, WORKER_LABEL
 
 
@@ -38,16 +38,7 @@ def sandbox(name: str, worker: str, state: str = "exited", deployment: str = "he
 
 
 def reaped(engine: Engine, *, holding: dict[str, str], others: bool = True) -> list[str]:
-    janitor = Janitor(
-        None,  # type: ignore[arg-type]
-        worker="me",
-        host="h",
-        heartbeat_s=1,
-        heartbeat_ttl_s=3,
-        sweep_s=1,
-        engine=engine,  # type: ignore[arg-type]
-        holding=holding,
-    )
+    janitor = janitor_of(None, engine, holding, worker="me")
     janitor.reap_containers({"me", "peer"}, others=others)
     return sorted(engine.removed)
 
