@@ -97,4 +97,5 @@ class EpisodeEvents:
                 await asyncio.sleep(EVENTS_RECONNECT_S)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    # untyped before redis 8
+                    await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]

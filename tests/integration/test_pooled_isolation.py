@@ -1,13 +1,18 @@
 """Pooled sandboxes against the real engine: each episode is its own uid, session and
 directories, with no capability left; what one episode leaves (processes, files, startup
 hooks, IPC objects) never reaches the next; concurrent episodes cannot see, read, signal or
-trace each other; a sandbox that is not clean after an episode is thrown away.
+trace each other; the root server that runs an episode's operations as its uid cannot be
+signalled, traced or read by it, nor made to read or write its own files through the
+episode's symlinks; a sandbox that is not clean after an episode is thrown away.
 """
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
+import tarfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -16,7 +21,18 @@ import pytest
 
 from workers.sandbox.docker import DEPLOYMENT_LABEL, Engine, SandboxSpec
 from workers.sandbox.pooled import PooledSandbox, RunnerPool
-from workers.sandbox.protocol import SHARED_FILES, KillAll, Run, RunResult, Write, share
+from workers.sandbox.protocol import (
+    SHARED_FILES,
+    KillAll,
+    Read,
+    ReadResult,
+    Run,
+    RunResult,
+    Untar,
+    UntarResult,
+    Write,
+    share,
+)
 from workers.sandbox.sandbox import RunnerBroken
 
 IMAGE = "proctor/sandbox-python:latest"
@@ -273,3 +289,98 @@ def test_a_pooled_sandbox_is_locked_down_like_a_fresh_one(pool: RunnerPool) -> N
         assert "no-new-privileges" in host["SecurityOpt"]
     finally:
         pool.release(sandbox)
+
+
+# Left running by an episode's first command while the server runs its next operations as
+# its uid: it keeps trying to signal, trace and read every root process (the server, the
+# keeper), and records what it managed
+NAGGER = r"""
+import ctypes, json, os, time
+libc = ctypes.CDLL(None)
+got = {"signalled": [], "traced": [], "read": []}
+
+
+def root(pid):
+    # the real uid: the server acting for us has ours as its effective uid
+    try:
+        return int(open("/proc/%d/status" % pid).read().split("Uid:")[1].split()[0]) == 0
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+end = time.time() + 3
+while time.time() < end:
+    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+        if not root(pid):
+            continue
+        try:
+            os.kill(pid, 0)
+            if root(pid):  # not a child of the server that became an episode's meanwhile
+                got["signalled"].append(pid)
+        except OSError:
+            pass
+        if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
+            got["traced"].append(pid)
+        for entry in ("environ", "mem", "fd/1"):
+            try:
+                open("/proc/%d/%s" % (pid, entry), "rb").close()
+                got["read"].append("%d/%s" % (pid, entry))
+            except OSError:
+                pass
+    open("/workspace/nagged.json", "w").write(json.dumps(got))
+"""
+
+
+def test_the_server_acting_as_an_episode_cannot_be_signalled_traced_or_read_by_it(
+    pool: RunnerPool,
+) -> None:
+    sandbox, _ = pool.acquire(SPEC, episode_id=uuid.uuid4().hex)
+    start = Run(command="python3 nagger.py > /dev/null 2>&1 & sleep 0.5", timeout_s=20)
+    # the server's own operations as the episode's uid, while the nagger runs
+    busy = [Write(files={f"busy/{i}.txt": "x" * 1000}) for i in range(200)]
+    wait = Run(command="sleep 3.5; cat nagged.json", timeout_s=20)
+    try:
+        results = sandbox.program(
+            [Write(files={"nagger.py": NAGGER}), start, *busy, wait, KillAll()], timeout_s=30
+        )
+    finally:
+        pool.release(sandbox)
+    got = results.result(wait)
+    assert isinstance(got, RunResult) and got.exit_code == 0, got
+    assert json.loads(got.stdout) == {"signalled": [], "traced": [], "read": []}
+    assert sandbox.runner.recycle is None  # the server answered, and found the sandbox clean
+
+
+def tar_of(files: dict[str, bytes]) -> str:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in files.items():
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def test_the_episodes_symlinks_lead_the_server_to_nothing_of_its_own(pool: RunnerPool) -> None:
+    plant = Run(
+        command="ln -s /proc/self /tmp/server; mkdir pkg; ln -s /proc/self/fd/1 pkg/out.txt",
+        timeout_s=20,
+    )
+    read = Read(root="/tmp/server", paths=["environ", "status", "cmdline"])
+    # a forged status line, should the extraction write through the link to the server's
+    # stream to the worker
+    forged = b'{"error": "forged"}\n'
+    untar = Untar(data=tar_of({"pkg/out.txt": forged}))
+    sandbox, _ = pool.acquire(SPEC, episode_id=uuid.uuid4().hex)
+    try:
+        results = sandbox.program([plant, read, untar, KillAll()], timeout_s=30)
+    finally:
+        pool.release(sandbox)
+    assert isinstance(results.result(plant), RunResult)
+    read_back = results.result(read)
+    assert isinstance(read_back, ReadResult)
+    assert read_back.files == {"environ": None, "status": None, "cmdline": None}
+    assert isinstance(results.result(untar), UntarResult)
+    assert sandbox.runner.recycle is None
+    following, _ = probe(pool)  # the server's stream carries on, in the same sandbox
+    assert following.container.id == sandbox.container.id

@@ -74,9 +74,10 @@ HOLDER_PIDS = 16
 HOLDER_TRIES = 2
 # gVisor's netstack takes no interface of a namespace it joins: its sandboxes keep their own
 HOLDER_RUNTIMES = (None, "runc", "crun")
-# What a pooled sandbox's root server needs, and drops in each episode's process before any
-# code of the episode runs: becoming the episode's uid, signalling it, handing it its
-# directories and removing whatever it left, whatever modes it set.
+# What a pooled sandbox's root server needs (none of it effective while it acts as an
+# episode's uid, and dropped for good in each process of the episode before any code of the
+# episode runs): becoming the episode's uid, signalling it, handing it its directories and
+# removing whatever it left, whatever modes it set.
 POOLED_CAPS = ("SETUID", "SETGID", "KILL", "CHOWN", "FOWNER", "DAC_OVERRIDE")
 POOLED_SERVER_MB = 32  # memory for the server beside the episode's own limit
 

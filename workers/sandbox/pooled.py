@@ -140,9 +140,10 @@ class PooledSandbox(Sandbox):
     """A `Sandbox` whose programs run as one episode of a pooled sandbox's server.
 
     Failures are classified like a fresh sandbox's (`sandbox.classify`), from what the
-    server saw: its episode process's exit status, a timeout, memory exhausted. The
-    server itself runs as root out of the episode's reach: if it dies, the kernel's OOM
-    killer did it (memory exhausted) or it is our failure.
+    server saw: the operations out of time or memory, or the server's own error. The
+    server runs the episode's operations as the episode's uid, yet as root out of its
+    reach: if it dies, the kernel's OOM killer did it (memory exhausted) or it is our
+    failure.
     """
 
     def __init__(self, engine: Engine, runner: PooledRunner, *, episode_id: str) -> None:

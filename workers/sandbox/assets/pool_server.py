@@ -8,21 +8,25 @@ JSON status per line out on stdout.
 The sandbox has every protection a fresh one has (no network, read-only root, no new
 privileges, its memory, cpu and pids limits) and gives this server only the capabilities
 it needs to hand the sandbox to one episode after another (`POOLED_CAPS` in docker.py).
-Each episode runs in a forked process that, before anything of the episode runs, starts
-its own session, takes its rlimits, drops every capability by becoming the episode's own
-uid (never used before in this sandbox) and closes the server's stdin and stdout, so it
-can neither forge the server's answer nor read the next request. It then is the runner
-of an ordinary sandbox — the same operations, the same code — in a workspace, home and
-temporary directory that are its own (0700). At its end every process of its uid is
-killed and its files removed, and the server checks that nothing is left: a process, a
-file, an IPC object. Anything left — or memory exhausted, or a limit the server could
-not restore — and the status says `recycle`: the worker throws the sandbox away.
+Each episode is a uid never used before in this sandbox, with a workspace, home and
+temporary directory of its own (0700). The server runs the episode's operations itself —
+the runner's, the same code — with that uid as its effective uid meanwhile (no capability
+is effective then), so they can do what the episode's own runner could and no more; a
+program they start is a fork that, before anything of the episode runs, takes the
+episode's rlimits and becomes its uid for good, in a session of its own, with nothing of
+the server's open. Nothing of the uid can signal, trace or read the server (its real and
+saved uid stay root, and it is not dumpable), which saves an episode the fork of a
+process of its own. The operations have the episode's time: an alarm ends them.
+
+At its end every process of its uid is killed and its files removed, and the server checks
+that nothing is left: a process, a file, an IPC object. Anything left — or memory
+exhausted, or its own heap grown by what an episode read — and the status says `recycle`:
+the worker throws the sandbox away.
 """
 
 import json
 import os
 import resource
-import select
 import signal
 import sys
 import time
@@ -31,13 +35,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # at run time protocol.py's and runner.py's sources define these
     from workers.sandbox.assets.runner import (
         COMPILED,
+        EPISODE,
         STATE,
         Become,
         execute,
         harden,
+        kill_uid,
         launch,
         oom_kills,
-        processes,
+        processes_of,
     )
     from workers.sandbox.protocol import (
         EXIT_NO_MEMORY,
@@ -54,9 +60,9 @@ SCRATCH = ("/tmp", "/dev/shm")  # shared 1777 mounts: emptied after it
 QUEUES = "/dev/mqueue"
 SYSV_IPC = ("/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg")
 FAILCNT = "/sys/fs/cgroup/memory/memory.failcnt"
-KILL_ROUNDS = 50
-REPLY_CHUNK = 1 << 16
 STDERR_KEEP = 4000
+SERVER_MAX_MB = 24  # beyond this the server is replaced (it has POOLED_SERVER_MB in all)
+PAGE = os.sysconf("SC_PAGE_SIZE")
 ENVIRONMENT = dict(os.environ)  # the container's, as a fresh sandbox's exec would see it
 
 
@@ -68,129 +74,53 @@ def memory_hits() -> int | None:
         return None
 
 
-def episode_process(
-    uid: int, request: bytes, reply_fd: int, stderr_fd: int, limits: dict[str, int]
-) -> None:
-    """The forked child: become the episode (its session, limits and uid), then run its
-    program as the per-exec runner would. Never returns."""
-    code = 0
+def resident_mb() -> float:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * PAGE / (1 << 20)
+
+
+class Overrun(BaseException):
+    """The episode's operations outlasted its time: raised in this server by its alarm. Not
+    an `Exception`, so no handler of an operation takes it for the operation's own error."""
+
+
+ARMED = [False]  # whether the alarm may still raise `Overrun`
+
+
+def on_alarm(signum: int, frame: object) -> None:
+    if ARMED[0]:
+        ARMED[0] = False
+        raise Overrun()
+
+
+def run_episode(uid: int, request: bytes, timeout_s: float) -> tuple[bytes, int, str, bool]:
+    """Run the episode's operations with its uid as this server's effective uid (so they can
+    do what the episode's own runner could, no more) by the deadline: its reply, or none and
+    an exit status as its own runner's would be, our complaint, whether it ran out of time."""
+    ARMED[0] = True
+    signal.setitimer(signal.ITIMER_REAL, max(timeout_s, 0.001))
+    os.setegid(uid)
+    os.seteuid(uid)
     try:
-        os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
-        os.dup2(null, 0)
-        os.dup2(null, 1)
-        os.dup2(stderr_fd, 2)
-        os.closerange(3, reply_fd)
-        os.closerange(reply_fd + 1, 1 << 16)
-        for name, value in limits.items():
-            resource.setrlimit(getattr(resource, name), (value, value))
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)  # from here on no capability is left, and none can come back
-        os.environ.clear()
-        os.environ.update(ENVIRONMENT)
-        os.environ["TMPDIR"] = "/tmp/%d" % uid
-        os.umask(0o022)
-        os.chdir(WORKSPACE)
-        harden()
-        nonce, ops = decode_request(request)
-        results, error = execute(ops)
-        data = Reply(nonce=nonce, results=results, error=error).encode().encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(reply_fd, view) :]
-    except MemoryError:
-        code = EXIT_NO_MEMORY
+        try:
+            nonce, ops = decode_request(request)
+            results, error = execute(ops)
+            reply = Reply(nonce=nonce, results=results, error=error).encode().encode()
+            outcome = (reply, 0, "", False)
+        finally:
+            ARMED[0] = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
     except Become:
-        raise  # a program's fork leaving the server's frames: `launch` runs it
-    except BaseException as exc:  # reported by its exit status; the worker classifies it
-        try:
-            os.write(2, ("%s: %s\n" % (type(exc).__name__, exc)).encode())
-        except BaseException:
-            pass
-        code = 70
-    os._exit(code)
-
-
-def collect(pid: int, reply_fd: int, stderr_fd: int, deadline: float) -> tuple[bytes, bytes, bool]:
-    """The child's reply and stderr, until both close or the deadline passes."""
-    chunks: dict[int, list[bytes]] = {reply_fd: [], stderr_fd: []}
-    kept = {reply_fd: 0, stderr_fd: 0}
-    open_fds = [reply_fd, stderr_fd]
-    while open_fds:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return b"".join(chunks[reply_fd]), b"".join(chunks[stderr_fd]), True
-        readable, _, _ = select.select(open_fds, [], [], remaining)
-        for fd in readable:
-            chunk = os.read(fd, REPLY_CHUNK)
-            if not chunk:
-                open_fds.remove(fd)
-            elif fd == reply_fd or kept[fd] < STDERR_KEEP:
-                chunks[fd].append(chunk)
-                kept[fd] += len(chunk)
-    return b"".join(chunks[reply_fd]), b"".join(chunks[stderr_fd]), False
-
-
-def exit_status(status: int) -> int:
-    """A wait status as `docker exec` reports an exit: the code, or 128 + the signal."""
-    if os.WIFSIGNALED(status):
-        return 128 + os.WTERMSIG(status)
-    return os.waitstatus_to_exitcode(status)
-
-
-def of_uid(uid: int) -> list[int]:
-    """The live (not zombie) processes of a uid."""
-    found = []
-    for pid, (_, state) in processes().items():
-        if state == b"Z":
-            continue
-        try:
-            with open("/proc/%d/status" % pid) as handle:
-                for line in handle:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
-                            found.append(pid)
-                        break
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-
-
-def reap_all() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def kill_uid(uid: int) -> bool:
-    """SIGKILL every process of `uid`; whether none is left. A forked killer that becomes
-    the uid reaches them all with one kill(-1) per round, however fast they fork."""
-    reap_all()
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True  # no child at all: what the episode started would be ours (a subreaper)
-    for _ in range(KILL_ROUNDS):
-        killer = os.fork()
-        if killer == 0:
-            try:
-                os.setuid(uid)
-                for _ in range(KILL_ROUNDS):
-                    os.kill(-1, signal.SIGKILL)
-            except BaseException:
-                pass
-            os._exit(0)
-        os.waitpid(killer, 0)
-        reap_all()  # orphans come to us (a subreaper): collect them before counting
-        if not of_uid(uid):
-            return True
-        time.sleep(0.002)
-    return False
+        raise  # a child forked to run a program, already the episode's: it leaves for `launch`
+    except Overrun:
+        outcome = (b"", 0, "", True)
+    except MemoryError:
+        outcome = (b"", EXIT_NO_MEMORY, "", False)
+    except BaseException as exc:  # ours: the worker classifies it from the status
+        outcome = (b"", 70, "%s: %s" % (type(exc).__name__, exc), False)
+    os.seteuid(0)
+    os.setegid(0)
+    return outcome
 
 
 def remove(path: str) -> None:
@@ -235,7 +165,7 @@ def take_back() -> None:
 
 def leftovers(uid: int) -> str | None:
     """What the episode left that cleaning could not remove (None: the sandbox is clean)."""
-    if of_uid(uid):
+    if processes_of(uid):
         return "a process of the episode survived"
     for directory in (*DIRECTORIES, *SCRATCH, QUEUES):
         if listing(directory):
@@ -267,28 +197,16 @@ def fresh_uid(used: set[int]) -> int:
 def serve_one(message: dict[str, Any], uid: int) -> dict[str, Any]:
     started = time.monotonic()
     oom_before, hits_before = oom_kills(), memory_hits()
+    faults_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
     hand_over(uid)
-    reply_r, reply_w = os.pipe()
-    stderr_r, stderr_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        episode_process(uid, message["request"].encode(), reply_w, stderr_w, message["limits"])
-    os.close(reply_w)
-    os.close(stderr_w)
-    try:
-        reply, stderr, timed_out = collect(
-            pid, reply_r, stderr_r, started + float(message["timeout_s"])
-        )
-    finally:
-        os.close(reply_r)
-        os.close(stderr_r)
-    if timed_out:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    # its pipes closed: it has ended, or is ending (its usage counts the program it ran)
-    _, status, usage = os.wait4(pid, 0)
+    EPISODE.update(uid=uid, limits=message["limits"])
+    STATE["sealed"] = False
+    os.environ.clear()
+    os.environ.update(ENVIRONMENT, TMPDIR="/tmp/%d" % uid)
+    reply, code, complaint, timed_out = run_episode(
+        uid, message["request"].encode(), started + float(message["timeout_s"]) - time.monotonic()
+    )
+    EPISODE.clear()
     clean = kill_uid(uid)  # what it started that is still running
     wipe()
     take_back()
@@ -299,17 +217,19 @@ def serve_one(message: dict[str, Any], uid: int) -> dict[str, Any]:
     hits = (hits_after - hits_before) if hits_before is not None and hits_after else 0
     if oom or hits:
         problem = problem or "the episode exhausted the sandbox's memory"
+    if resident_mb() > SERVER_MAX_MB:  # what its operations read stays in its heap
+        problem = problem or "the server grew past %d MiB" % SERVER_MAX_MB
     return {
         "reply": reply.decode("utf-8", "replace"),
-        "exit_code": exit_status(status),
+        "exit_code": code,
         "timed_out": timed_out,
-        "stderr": stderr.decode("utf-8", "replace")[-STDERR_KEEP:],
+        "stderr": complaint[-STDERR_KEEP:],
         "oom_killed": oom,
         "memory_hits": hits,
         "recycle": problem,
         "served_s": round(time.monotonic() - started, 4),
-        # the pages it touched first: copied from this server's heap, or new
-        "faults": usage.ru_minflt,
+        # the pages its processes touched first: copied from this server's heap, or new
+        "faults": resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - faults_before,
     }
 
 
@@ -340,6 +260,9 @@ def serve() -> None:
     take_shared(sys.stdin.buffer.readline())
     warm()
     harden()  # a subreaper: what an episode leaves behind comes to us to be killed
+    os.setgroups([])  # root's groups would go with it into an episode's effective uid
+    os.umask(0o022)
+    signal.signal(signal.SIGALRM, on_alarm)
     out = sys.stdout.buffer
     out.write(b'{"ready": true}\n')
     out.flush()

@@ -12,6 +12,12 @@ with a nonce that only came through its own stdin. It is a child subreaper, so w
 command starts (`setsid` and double forks included) stays its descendant and dies with a
 command that times out; background jobs of a command that ended in time live on.
 
+In a pooled sandbox the same operations are run by the sandbox's root server for an episode
+of a uid of its own (`EPISODE`), with that uid as the server's effective uid meanwhile:
+what they start becomes that uid for good (`become_episode`), `killall` kills that uid's
+processes, and an archive is extracted by a child that is the uid (tarfile writes through
+links; the server could reach its own /proc/self).
+
 A Python program (`Run.python`: the grading bootstrap of the `assert` format) runs in a fork
 of the runner instead of a new interpreter, which saves its start-up (~30 ms of CPU). The
 fork leaves every frame of the runner first (`Become` unwinds to `launch`), so nothing of
@@ -90,6 +96,14 @@ STATE = {"sealed": False, "site": False}  # site: the site directories are on sy
 # scripts compiled before this process forked, by source (a pooled server compiles the shared
 # files' once): `run_main` takes the code instead of compiling the same bytes again
 COMPILED: dict[bytes, Any] = {}
+# Set by a root server that runs the operations for an episode's own uid (a pooled sandbox's
+# server, with that uid as its effective uid meanwhile): "uid" and "limits", its rlimits.
+# A process started then becomes that uid for good and takes those limits
+# (`become_episode`), and `killall` kills that uid's processes. Empty where the runner is
+# itself the sandbox user.
+EPISODE: dict[str, Any] = {}
+EXIT_BECOME = 71  # a child that could not become the episode's uid: it runs nothing
+PSEUDO: set[int] = set()  # the devices of /proc and /sys (`pseudo_filesystems`)
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -149,6 +163,50 @@ def op_remove(op: Remove) -> RemoveResult:
 
 
 def op_untar(op: Untar) -> UntarResult:
+    if EPISODE:
+        # tarfile writes through a symlink at a member's path, which the episode may have
+        # planted: its own uid extracts, not a server that can reach its own /proc/self
+        return UntarResult(members=as_episode(lambda: untar(op)))
+    return UntarResult(members=untar(op))
+
+
+def as_episode(work: Callable[[], int]) -> int:
+    """`work()` in a child that is the episode's uid (a root server's): its number, or the
+    OSError it raised."""
+    read_end, write_end = os.pipe()
+    pid = retrying(os.fork)
+    if pid == 0:
+        code = 0
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):  # the server's stream to the worker among them
+                os.dup2(null, fd)
+            os.closerange(3, write_end)
+            os.closerange(write_end + 1, 1 << 16)
+            become_episode()
+            answer = b"%d" % work()
+        except OSError as exc:
+            answer, code = b"%d %s" % (exc.errno or 0, str(exc).encode()), 1
+        except BaseException:
+            answer, code = b"", EXIT_BECOME
+        try:
+            os.write(write_end, answer)
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as handle:
+        answer = handle.read()
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code == 1:
+        number, _, text = answer.decode("utf-8", "replace").partition(" ")
+        raise OSError(int(number) or None, text)
+    if code != 0:
+        raise RuntimeError("the episode's child failed (exit %d)" % code)
+    return int(answer)
+
+
+def untar(op: Untar) -> int:
     import base64
     import io
     import tarfile
@@ -169,7 +227,7 @@ def op_untar(op: Untar) -> UntarResult:
             members.append(member)
         kwargs = {"filter": "fully_trusted"} if hasattr(tarfile, "data_filter") else {}
         archive.extractall(op.root, members=members, **kwargs)  # type: ignore[arg-type]
-    return UntarResult(members=len(members))
+    return len(members)
 
 
 def oom_kills() -> int | None:
@@ -242,9 +300,37 @@ def kill_descendants(keep: tuple[int, ...] = ()) -> None:
         time.sleep(0.005)
 
 
+def become_episode() -> None:
+    """In a child just forked to start a program: for a root server's episode, take the
+    episode's rlimits and its uid for good (no capability is left); nothing otherwise."""
+    uid = EPISODE.get("uid")
+    if uid is None:
+        return
+    import resource
+
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)  # the server's deadline is not the program's
+    for name, value in EPISODE["limits"].items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
 def killall(empty_scratch: bool = False) -> KillAllResult:
-    """SIGKILL every other process of our uid, until none is left to signal."""
+    """SIGKILL every other process of our uid (of the episode's, for a root server), until
+    none is left to signal."""
     STATE["sealed"] = True
+    uid = EPISODE.get("uid")
+    if uid is None:
+        kill_others()
+    else:
+        kill_uid(uid)  # whether it could is checked by the server at the episode's end
+    # reap what we can, so pids are free for the next op
+    reap_all()
+    return KillAllResult(freed=free_scratch(force=empty_scratch))
+
+
+def kill_others() -> None:
+    """SIGKILL every process of our uid but ourselves."""
     for _ in range(KILL_ROUNDS):
         # kill(-1) reaches every process this uid may signal, except ourselves, and needs
         # no new process (the pids limit may be exhausted)
@@ -253,36 +339,76 @@ def killall(empty_scratch: bool = False) -> KillAllResult:
         except ProcessLookupError:
             break  # nothing left to signal
         reap()
-        others = [
-            p
-            for p, (_, state) in processes().items()
-            if state != b"Z" and p != os.getpid() and owned(p)
-        ]
-        if not others:
+        if not [p for p in processes_of(os.getuid()) if p != os.getpid()]:
             break
         time.sleep(0.005)
-    # reap what we can, so pids are free for the next op
+
+
+def kill_uid(uid: int) -> bool:
+    """SIGKILL every process of `uid` from a root server (a subreaper, whose descendants they
+    all are); whether none is left. A forked killer that becomes the uid reaches them all
+    with one kill(-1) per round, however fast they fork; the server's own kill(-1) would
+    reach root's processes too, the sandbox's keeper among them."""
+    reap_all()
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True  # no child at all: what the episode started would be ours (a subreaper)
+    for _ in range(KILL_ROUNDS):
+        try:
+            killer = os.fork()
+        except BlockingIOError:  # the pids limit is full: what we see, one by one
+            killer = None
+            for pid in processes_of(uid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if killer == 0:
+            try:
+                os.setresuid(uid, uid, uid)
+                for _ in range(KILL_ROUNDS):
+                    os.kill(-1, signal.SIGKILL)
+            except BaseException:
+                pass
+            os._exit(0)
+        if killer is not None:
+            os.waitpid(killer, 0)
+        reap_all()  # orphans come to us (a subreaper): collect them before counting
+        if not processes_of(uid):
+            return True
+        time.sleep(0.002)
+    return False
+
+
+def reap_all() -> None:
+    """Collect every exited child, so its pid is free."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            break
+            return
         if pid == 0:
-            break
-    return KillAllResult(freed=free_scratch(force=empty_scratch))
+            return
 
 
-def owned(pid: int) -> bool:
-    """Whether a process runs as our uid (its status says so even when it made itself
-    non-dumpable, which hands its /proc entries to root)."""
-    try:
-        with open("/proc/%d/status" % pid) as handle:
-            for line in handle:
-                if line.startswith("Uid:"):
-                    return int(line.split()[1]) == os.getuid()
-    except (OSError, ValueError, IndexError):
-        pass
-    return False
+def processes_of(uid: int) -> list[int]:
+    """The live (not zombie) processes of a uid (a process's status says its uid even when
+    it made itself non-dumpable, which hands its other /proc entries to root)."""
+    found = []
+    for pid, (_, state) in processes().items():
+        if state == b"Z":
+            continue
+        try:
+            with open("/proc/%d/status" % pid) as handle:
+                for line in handle:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid:
+                            found.append(pid)
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
 
 
 def memory_pressure() -> bool:
@@ -339,7 +465,7 @@ def free_scratch(force: bool = False) -> list[str]:
         for name in names:
             path = os.path.join(mount, name)
             try:
-                if os.lstat(path).st_uid != os.getuid():
+                if os.lstat(path).st_uid != os.geteuid():
                     continue
             except OSError:
                 continue
@@ -411,6 +537,10 @@ class Forked:
                 os.close(fd)
             raise
         if pid == 0:
+            try:
+                become_episode()
+            except BaseException:
+                os._exit(EXIT_BECOME)  # this child runs the program as the episode, or nothing
             raise Become(argv, cwd, env, out_w, err_w)
         os.close(out_w)
         os.close(err_w)
@@ -590,6 +720,7 @@ def op_run(op: Run) -> RunResult:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 close_fds=True,
+                preexec_fn=become_episode if EPISODE else None,  # a server has no threads
             )
         )
     assert proc.stdout is not None and proc.stderr is not None
@@ -657,15 +788,29 @@ def op_run(op: Run) -> RunResult:
 
 def read_bytes(path: str, max_bytes: int) -> bytes | None:
     """At most `max_bytes` of a regular file (not through a symlink, never blocking on a
-    FIFO the code under test planted); None when it is not one or cannot be read."""
+    FIFO the code under test planted, never of /proc or /sys: through a directory the code
+    under test swapped for a symlink, a root server acting for it would read its own
+    /proc/self); None when it is not one or cannot be read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
-        if not S_ISREG(os.fstat(handle.fileno()).st_mode):
+        info = os.fstat(handle.fileno())
+        if not S_ISREG(info.st_mode) or info.st_dev in pseudo_filesystems():
             return None
         return handle.read(max_bytes)
+
+
+def pseudo_filesystems() -> set[int]:
+    """The devices of /proc and /sys, which hold no file the runner reads for the worker."""
+    if not PSEUDO:
+        for mount in ("/proc", "/sys"):
+            try:
+                PSEUDO.add(os.stat(mount).st_dev)
+            except OSError:
+                pass
+    return PSEUDO
 
 
 def read_file(path: str, max_bytes: int) -> str | None:
