@@ -384,3 +384,17 @@ def test_the_episodes_symlinks_lead_the_server_to_nothing_of_its_own(pool: Runne
     assert sandbox.runner.recycle is None
     following, _ = probe(pool)  # the server's stream carries on, in the same sandbox
     assert following.container.id == sandbox.container.id
+
+
+def test_operations_past_the_episodes_deadline_end_as_its_timeout(pool: RunnerPool) -> None:
+    sandbox, _ = pool.acquire(SPEC, episode_id=uuid.uuid4().hex)
+    try:
+        with pytest.raises(RunnerBroken) as broken:
+            # the run's own limit is beyond the episode's: the server's alarm ends it
+            sandbox.program([Run(command="sleep 60", timeout_s=60)], timeout_s=2)
+    finally:
+        pool.release(sandbox)
+    assert broken.value.failure.verdict.value == "timeout"
+    following, seen = probe(pool)  # the sleep was killed, and the sandbox serves on
+    assert following.container.id == sandbox.container.id
+    assert seen["other_uids"] == [0]
