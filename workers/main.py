@@ -299,19 +299,25 @@ def serve(
         if settings.isolation == "pooled"
         else None
     )
+    # fresh containers, each with its server started, for one one-shot episode each
+    served = RunnerPool(engine, episodes=1, size=settings.pool_size)
     honeypot = start_honeypot(settings, engine, store=store, worker=worker)
     guard = Guard(store, judge=make_judge(settings, store), honeypot=honeypot)
-    rt = runtime.Runtime(settings, client, store, engine, pool, worker, guard, runners=runners)
+    rt = runtime.Runtime(
+        settings, client, store, engine, pool, worker, guard, runners=runners, served=served
+    )
     runtime.install(rt)
     pool.prewarm(rt.spec_for(_default_task()))
-    if runners is not None:
+    if runners is None:
+        served.prewarm(rt.spec_for(_default_task(), server=True))
+    else:
         runners.prewarm(rt.spec_for(_default_task(), pooled=True))
     janitor = Janitor(
         store,
         worker=worker,
         host=settings.host_id,
         engine=engine,
-        pools=[pool] if runners is None else [pool, runners],
+        pools=[pool, served] if runners is None else [pool, served, runners],
         heartbeat_s=settings.heartbeat_s,
         heartbeat_ttl_s=settings.heartbeat_ttl_s,
         sweep_s=settings.reaper_interval_s,
@@ -333,6 +339,7 @@ def serve(
     finally:
         janitor.stop()
         pool.close()
+        served.close()
         if runners is not None:
             runners.close()
         engine.release_networks()

@@ -36,6 +36,9 @@ class Runtime:
     # episodes this process is running a job for: the janitor tells its own lost ones apart
     busy: set[str] = field(default_factory=set)
     runners: RunnerPool | None = None  # pooled sandboxes, when the deployment's isolation
+    # fresh containers whose root server serves one one-shot episode: the container
+    # isolation's (none: a one-shot episode's program is a `docker exec` of the runner)
+    served: RunnerPool | None = None
 
     @property
     def host(self) -> str:
@@ -53,12 +56,16 @@ class Runtime:
         for; give it back with `close_sandbox`."""
         if self.runners is not None and self.isolation_for(task) is Isolation.pooled:
             return self.runners.acquire(self.spec_for(task, pooled=True), episode_id=episode_id)
+        if self.served is not None:
+            return self.served.acquire(self.spec_for(task, server=True), episode_id=episode_id)
         container, warm = self.pool.acquire(self.spec_for(task))
         return Sandbox(self.engine, container, episode_id=episode_id), warm
 
     def close_sandbox(self, sandbox: Sandbox) -> None:
-        if isinstance(sandbox, PooledSandbox) and self.runners is not None:
-            self.runners.release(sandbox)
+        if isinstance(sandbox, PooledSandbox):
+            pool = self.runners if sandbox.container.spec.pooled else self.served
+            assert pool is not None  # it came from there
+            pool.release(sandbox)
         else:
             self.pool.discard(sandbox.container)
 
@@ -74,7 +81,9 @@ class Runtime:
             raise SandboxError("the task asks for the honeypot network, which is not up")
         return "none", ()
 
-    def spec_for(self, task: TaskSpec, *, pooled: bool = False) -> SandboxSpec:
+    def spec_for(
+        self, task: TaskSpec, *, pooled: bool = False, server: bool = False
+    ) -> SandboxSpec:
         limits = within_host(task.limits, self.settings)  # the API may run on a larger host
         network, dns = self.network_for(task)
         return SandboxSpec(
@@ -87,6 +96,7 @@ class Runtime:
             dns=dns,
             user=self.settings.sandbox_user,
             runtime=self.settings.runtime,
+            server=server,
             pooled=pooled,
         )
 

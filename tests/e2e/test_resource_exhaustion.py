@@ -82,10 +82,11 @@ def test_oneshot_many_empty_files(http: httpx.Client) -> None:
     assert_typed_zero(result, "oom", "failed")
 
 
-def test_oneshot_runner_killed_by_the_code_under_test(http: httpx.Client) -> None:
+def test_oneshot_killing_every_process_it_may_reaches_only_its_own(http: httpx.Client) -> None:
+    # a one-shot episode's runner is its sandbox's root server, out of the episode's reach:
+    # the kill ends the action's own processes, and the episode keeps its merit
     result = run(http, with_actions(episode(ADD, unscreened=True), "kill -9 -1; sleep 1"))
-    assert_typed_zero(result, "runtime_error")
-    assert "killed" in result["reason"]
+    assert (result["verdict"], result["reward"]) == ("passed", 1.0), result.get("reason")
 
 
 # ---------------------------------------------------------------- interactive

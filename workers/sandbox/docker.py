@@ -125,8 +125,15 @@ class SandboxSpec:
     dns: tuple[str, ...] = ()
     user: str = "1000:1000"
     runtime: str | None = None
-    # a long-lived sandbox serving many episodes, each as a uid of its own (`pooled.py`)
+    # its main process is a root server that runs each episode as a uid of its own
+    # (`pooled.py`): a one-shot episode's program is a line to it, not a `docker exec`
+    server: bool = False
+    # a long-lived sandbox whose server serves many episodes (a server's, then)
     pooled: bool = False
+
+    @property
+    def served(self) -> bool:
+        return self.server or self.pooled
 
 
 @dataclass(slots=True)
@@ -302,21 +309,33 @@ class Engine:
     # ------------------------------------------------------------------ containers
 
     def create(
-        self, spec: SandboxSpec, *, name: str, labels: dict[str, str] | None = None
+        self,
+        spec: SandboxSpec,
+        *,
+        name: str,
+        labels: dict[str, str] | None = None,
+        main: list[str] | None = None,
     ) -> Container:
-        """Create and start a locked-down sandbox container."""
+        """Create and start a locked-down sandbox container. Its main process is an idle
+        keeper, or `main` (a server's: root, its stdin kept open for `attach_main`)."""
         try:
-            return self._create(spec, name=name, labels=labels, reuse=True)
+            return self._create(spec, name=name, labels=labels, main=main, reuse=True)
         except NetworkGone:  # a spare network another worker pruned meanwhile: make one
-            return self._create(spec, name=name, labels=labels, reuse=False)
+            return self._create(spec, name=name, labels=labels, main=main, reuse=False)
 
     def _create(
-        self, spec: SandboxSpec, *, name: str, labels: dict[str, str] | None, reuse: bool
+        self,
+        spec: SandboxSpec,
+        *,
+        name: str,
+        labels: dict[str, str] | None,
+        main: list[str] | None,
+        reuse: bool,
     ) -> Container:
         started = time.monotonic()
-        # a pooled sandbox's directories are root's until its server hands them to an episode
-        uid, _, gid = ("0:0" if spec.pooled else spec.user).partition(":")
-        memory_mb = spec.memory_mb + (POOLED_SERVER_MB if spec.pooled else 0)
+        # a served sandbox's directories are root's until its server hands them to an episode
+        uid, _, gid = ("0:0" if spec.served else spec.user).partition(":")
+        memory_mb = spec.memory_mb + (POOLED_SERVER_MB if spec.served else 0)
         # exec: agents run scripts and compiled programs from their workspace
         tmpfs_opts = f"rw,exec,nosuid,nodev,size={spec.disk_mb}m"
         holder, own_network, reused = None, "", False
@@ -330,13 +349,15 @@ class Engine:
             dns=dns,
             read_only=True,
             cap_drop=["ALL"],
-            cap_add=list(POOLED_CAPS) if spec.pooled else None,
+            cap_add=list(POOLED_CAPS) if spec.served else None,
             security_opt=["no-new-privileges"],
             mem_limit=f"{memory_mb}m",
             memswap_limit=f"{memory_mb}m",  # equal: no swap
             nano_cpus=int(spec.cpus * 1e9),
             pids_limit=spec.pids,
-            init=True,  # an init that reaps zombies, so they never eat the pids limit
+            # an init that reaps zombies, so they never eat the pids limit; a server is its
+            # own (it reaps what its episodes leave), and one process fewer to start
+            init=main is None,
             runtime=spec.runtime,
             oom_score_adj=500,  # under host memory pressure, sandboxes go first
             tmpfs={
@@ -357,11 +378,12 @@ class Engine:
         try:
             created = self.api.create_container(
                 spec.image,
-                command=["sleep", "infinity"],
+                command=main or ["sleep", "infinity"],
                 # The idle keeper runs as root without capabilities, so the sandbox user
                 # (who runs every exec) cannot kill it and take the container down with
                 # `kill -1`; nothing of the code under test ever runs as root.
                 user="0:0",
+                stdin_open=main is not None,
                 name=name,
                 hostname=None if holder else "sandbox",  # a holder's: it has the holder's
                 working_dir=WORKSPACE,
@@ -1092,14 +1114,12 @@ class Engine:
 
     # ------------------------------------------------------------------ exec
 
-    def attach(self, container_id: str, argv: list[str], *, user: str) -> Attached:
-        """Start a long-lived process in the container: its stdin and its output (Docker's
-        stdout/stderr frames) over one socket. Closing it ends the process's stdin."""
+    def attach_main(self, container_id: str) -> Attached:
+        """The container's main process's stdin and output (Docker's stdout/stderr frames),
+        over one socket. Closing it ends that stdin."""
+        params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
         try:
-            exec_id = self.api.exec_create(
-                container_id, argv, stdin=True, stdout=True, stderr=True, user=user
-            )["Id"]
-            raw = self.api.exec_start(exec_id, socket=True)
+            raw = self.api.attach_socket(container_id, params=params)
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _exec_failed(exc, container_id) from exc
         return Attached(sock=getattr(raw, "_sock", raw), handle=raw)

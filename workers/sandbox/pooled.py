@@ -59,6 +59,7 @@ SERVER_START_S = 20.0
 # the cgroup's OOM kill count: cgroup v1's file, then v2's
 OOM_COUNTS = "cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events"
 NOFILE = 1024
+SERVER_COMMAND = ["python3", "-I", "-S", "-c", BOOT]  # the sandbox's main process
 STOPPING_S = 5.0  # how long a sandbox with no process left may take to be seen stopped
 
 
@@ -290,6 +291,13 @@ def server_input() -> bytes:
     return runner_input((ASSETS / "pool_server.py").read_text(encoding="utf-8"))
 
 
+@cache
+def shared_line(names: frozenset[str]) -> bytes:
+    """The server's first line: the shared files `names`, given once (made once per set)."""
+    shared = {n: b64encode(SHARED_FILES[n]).decode() for n in sorted(names)}
+    return json.dumps({"shared": shared}).encode() + b"\n"
+
+
 class RunnerPool(StartedPool[PooledRunner]):
     """The pooled sandboxes of one worker process, by spec: idle ones wait for an episode
     (`size` of them kept started per spec); each serves `episodes` before it is replaced."""
@@ -321,17 +329,16 @@ class RunnerPool(StartedPool[PooledRunner]):
         self._refill(spec)
 
     def _start(self, spec: SandboxSpec) -> PooledRunner:
+        name = f"proctor-{'pooled-' if spec.pooled else ''}{uuid.uuid4().hex[:12]}"
         container = self.engine.create(
-            spec, name=f"proctor-pooled-{uuid.uuid4().hex[:12]}", labels={POOL_LABEL: "pooled"}
+            spec, name=name, labels={POOL_LABEL: "pooled"}, main=SERVER_COMMAND
         )
         try:
-            attached = self.engine.attach(
-                container.id, ["python3", "-I", "-S", "-c", BOOT], user="0:0"
-            )
+            attached = self.engine.attach_main(container.id)
             stream = ServerStream(attached)
             attached.sock.sendall(server_input())
-            shared = dict(SHARED_FILES)
-            stream.send({"shared": {n: b64encode(c).decode() for n, c in shared.items()}})
+            shared = frozenset(SHARED_FILES)
+            attached.sock.sendall(shared_line(shared))
             ready = stream.receive(time.monotonic() + SERVER_START_S)
             if ready.get("ready") is not True:
                 raise ServerGone(f"the server did not start: {ready}")
@@ -341,7 +348,7 @@ class RunnerPool(StartedPool[PooledRunner]):
         except SandboxError:
             self.engine.remove(container.id)
             raise
-        return PooledRunner(container=container, stream=stream, shared=frozenset(shared))
+        return PooledRunner(container=container, stream=stream, shared=shared)
 
     def _remove(self, item: PooledRunner) -> None:
         item.stream.close()

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # at run time protocol.py's and runner.py's sources define these
     from workers.sandbox.assets.runner import (
-        COMPILED,
         EPISODE,
         STATE,
         Become,
@@ -247,13 +246,12 @@ def warm() -> None:
 
 def take_shared(line: bytes) -> None:
     """The shared files (`protocol.share`), given once as the first line: the episodes'
-    requests name them instead of carrying them, and the scripts among them run compiled."""
+    requests name them instead of carrying them (a script among them is compiled the first
+    time an episode runs it, and kept: `compile_ahead`)."""
     import base64
 
     for name, data in json.loads(line)["shared"].items():
-        content = SHARED_FILES[name] = base64.b64decode(data)
-        if name.endswith(".py"):  # a program an episode may run (the grading bootstrap)
-            COMPILED[content] = compile(content, name, "exec", dont_inherit=True)
+        SHARED_FILES[name] = base64.b64decode(data)
 
 
 def serve() -> None:

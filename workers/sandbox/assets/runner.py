@@ -38,13 +38,13 @@ are this script's globals at run time, imported here only for the type checker.
 import os
 import selectors
 import signal
-import subprocess
 import sys
 import time
 from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, defines these
+    import subprocess
     from collections.abc import Callable
 
     from workers.sandbox.protocol import (
@@ -80,8 +80,8 @@ if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, d
         decode_request,
     )
 
-# base64, ctypes, io, shutil and tarfile are imported where used: this script starts once
-# per episode, and most episodes need none of them
+# base64, ctypes, io, shutil, subprocess and tarfile are imported where used: this script
+# starts once per episode (or per fresh sandbox's server), and most episodes need none of them
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -93,8 +93,8 @@ FORK_TRIES = 6
 SCRATCH_MOUNTS = ("/tmp", "/dev/shm")
 FULL_FRACTION = 0.9  # a scratch mount or the memory cgroup this full is emptied at killall
 STATE = {"sealed": False, "site": False}  # site: the site directories are on sys.path
-# scripts compiled before this process forked, by source (a pooled server compiles the shared
-# files' once): `run_main` takes the code instead of compiling the same bytes again
+# scripts compiled before this process forked, by source (`compile_ahead`: a pooled server
+# compiles a shared script once): `run_main` takes the code instead of compiling it again
 COMPILED: dict[bytes, Any] = {}
 # Set by a root server that runs the operations for an episode's own uid (a pooled sandbox's
 # server, with that uid as its effective uid meanwhile): "uid" and "limits", its rlimits.
@@ -572,7 +572,7 @@ class Forked:
         end, delay = time.monotonic() + timeout, 0.0005
         while (code := self.poll()) is None:
             if time.monotonic() >= end:
-                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+                raise TimeoutError("%d still running after %ss" % (self.pid, timeout))
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
         return code
@@ -657,6 +657,15 @@ def run_python(argv: list[str], cwd: str, env: dict[str, str], out: int, err: in
     return code
 
 
+def compile_ahead(path: str) -> None:
+    """Compile a shared script (the grading bootstrap) before forking to run it, so every
+    later fork of this process finds it compiled; anything else the fork compiles itself
+    (never source the code under test wrote, in a root server)."""
+    source = read_bytes(path, 1 << 22)
+    if source is not None and source not in COMPILED and source in SHARED_FILES.values():
+        COMPILED[source] = compile(source, path, "exec", dont_inherit=True)
+
+
 def run_main(path: str) -> None:
     """Run a script as `__main__`, as `python3 path` does (what runpy does for a file, without
     its imports)."""
@@ -707,17 +716,22 @@ def op_run(op: Run) -> RunResult:
     started = time.monotonic()
     deadline = started + op.timeout_s
     proc: Forked | subprocess.Popen[bytes]
+    expired: tuple[type[Exception], ...] = (TimeoutError,)  # Forked's wait
     if op.python:
+        compile_ahead(os.path.join(op.cwd, op.python[0]))
         proc = Forked(op.python, op.cwd, env)
     else:
+        import subprocess as sp  # not imported up front: a Python program's episode needs none
+
+        expired += (sp.TimeoutExpired,)
         proc = retrying(
-            lambda: subprocess.Popen(
+            lambda: sp.Popen(
                 ["bash", "-c", op.command],
                 cwd=op.cwd,
                 env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdin=sp.DEVNULL,
+                stdout=sp.PIPE,
+                stderr=sp.PIPE,
                 start_new_session=True,
                 close_fds=True,
                 preexec_fn=become_episode if EPISODE else None,  # a server has no threads
@@ -757,7 +771,7 @@ def op_run(op: Run) -> RunResult:
         # the pipes can close a moment before the process exits: wait for it, not longer
         try:
             proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
-        except subprocess.TimeoutExpired:
+        except expired:
             timed_out = True
     if timed_out:
         try:
