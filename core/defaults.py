@@ -43,6 +43,8 @@ IMAGES: Final = MappingProxyType(  # task image name → reference
 )
 SANDBOX_USER: Final = "1000:1000"  # uid:gid the code under test runs as
 POOL_SIZE: Final = 2  # warm containers per image per worker process
+# a SandboxFusion `/run_code` request's memory when it names none (its pools are prewarmed too)
+RUN_CODE_MEMORY_MB: Final = 1024
 ISOLATION: Final = "container"  # `container`: a fresh one per episode; `pooled`: see pooled.py
 POOLED_EPISODES: Final = 200  # episodes one pooled sandbox serves before it is replaced
 NETWORK: Final = "auto"  # `auto`: the honeypot network where a task allows; `none`: never

@@ -41,12 +41,14 @@ from core.defaults import (
     REDIS_RETRIES,
     REDIS_RETRY_WAIT_S,
     RQ_RESTART_PAUSE_S,
+    RUN_CODE_MEMORY_MB,
     STARTUP_RETRY_S,
 )
+from core.languages import language
 from core.queues import QUEUE_NAME, RUN_EPISODE, host_queue_name
 from core.sink import EpisodeSink
 from core.store import EpisodeStore
-from proctor.models import TaskSpec, TestSpec
+from proctor.models import Limits, TaskSpec, TestSpec
 from workers import runtime
 from workers.capacity import worker_count
 from workers.guard import Guard
@@ -65,6 +67,18 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
 
 def _default_task() -> TaskSpec:
     return TaskSpec(tests=TestSpec(files={}), files={})
+
+
+def _warm_tasks() -> list[TaskSpec]:
+    """The sandbox shapes a worker starts with warm: the default task's, and that of a
+    SandboxFusion `/run_code` request naming no memory (verl's and others')."""
+    run_code = TaskSpec(
+        image=language("python").image,
+        tests=TestSpec(files={}),
+        files={},
+        limits=Limits(memory_mb=RUN_CODE_MEMORY_MB),
+    )
+    return [_default_task(), run_code]
 
 
 def redis_client(url: str) -> redis.Redis:
@@ -308,10 +322,11 @@ def serve(
     )
     runtime.install(rt)
     pool.prewarm(rt.spec_for(_default_task()))
-    if runners is None:
-        served.prewarm(rt.spec_for(_default_task(), server=True))
-    else:
-        runners.prewarm(rt.spec_for(_default_task(), pooled=True))
+    for task in _warm_tasks():
+        if runners is None:
+            served.prewarm(rt.spec_for(task, server=True))
+        else:
+            runners.prewarm(rt.spec_for(task, pooled=True))
     janitor = Janitor(
         store,
         worker=worker,

@@ -35,7 +35,11 @@ from enum import StrEnum
 from pydantic import BaseModel, Field, field_validator
 
 from core import languages
-from core.defaults import SANDBOXFUSION_ANSWER_MARGIN_S, SANDBOXFUSION_CLIENT_SLACK_S
+from core.defaults import (
+    RUN_CODE_MEMORY_MB,
+    SANDBOXFUSION_ANSWER_MARGIN_S,
+    SANDBOXFUSION_CLIENT_SLACK_S,
+)
 from core.limits import HostMaxima
 from proctor.models import (
     EpisodeCreate,
@@ -52,7 +56,7 @@ from service.deps import Resources
 
 STDIN_FILE = ".proctor-stdin"
 OUTPUT_BYTES = 1 << 20  # SandboxFusion returns output whole; 1 MiB per stream here
-DEFAULT_MEMORY_MB = 1024
+DEFAULT_MEMORY_MB = RUN_CODE_MEMORY_MB
 MIN_TIMEOUT_S = 0.1  # SandboxFusion takes any number; a limit must be positive
 
 
