@@ -230,7 +230,7 @@ def measure(
         with harness.service(worker_concurrency=workers, pool_size="1") as url:
             claim.set(LOCK_KEY, os.getpid(), ex=3600)  # the service flushed the database
             names = wait_for_workers(expected)
-            harness.wait_for_warm_pools(url)
+            harness.wait_for_warm_pools(url)  # the later workers' pools too
             for i, row in enumerate(one_round(url)):
                 rows.append({"workers": f"{workers} ({len(names)})", "#": i, **row})
             rss = worker_rss(wait_for_workers(expected))

@@ -102,7 +102,7 @@ def _service(redis_url: str, settings: dict[str, str]) -> Iterator[str]:
             time.sleep(0.2)
         else:
             raise RuntimeError(f"the service was not ready in time; see {log.name}")
-        time.sleep(2)  # let the warm pools fill
+        wait_for_warm_pools(url)
         yield url
     finally:
         process.send_signal(signal.SIGTERM)
