@@ -113,25 +113,11 @@ def _service(redis_url: str, settings: dict[str, str]) -> Iterator[str]:
         log.close()
 
 
-def wait_for_warm_pools(url: str, *, settle_s: float = 3.0, timeout_s: float = 120) -> int:
-    """Wait until a running `service`'s warm pools are full (the number of its idle pool
-    containers has not grown for `settle_s`); how many there are. A trainer's first burst
-    on a service that started a moment ago finds them still starting."""
-    from core.config import Settings
-    from workers.sandbox.docker import DEPLOYMENT_LABEL, POOL_LABEL
+def wait_for_warm_pools(url: str) -> int:
+    """`tests.pools.wait_for_warm_pools` for a running `service`."""
+    from tests.pools import wait_for_warm_pools as wait
 
-    deployment = Settings(redis_url=REDIS_OF[url]).deployment_id
-    labels = [f"label={DEPLOYMENT_LABEL}={deployment}", f"label={POOL_LABEL}"]
-    command = ["docker", "ps", "-q", *(f for label in labels for f in ("--filter", label))]
-    count, changed, deadline = -1, time.monotonic(), time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        now = len(subprocess.run(command, capture_output=True, text=True).stdout.split())
-        if now != count:
-            count, changed = now, time.monotonic()
-        elif time.monotonic() - changed >= settle_s:
-            break
-        time.sleep(0.5)
-    return count
+    return wait(REDIS_OF[url])
 
 
 PIDS: dict[str, int] = {}  # a running `service`'s URL → the pid of its `proctor run`

@@ -69,16 +69,16 @@ def _default_task() -> TaskSpec:
     return TaskSpec(tests=TestSpec(files={}), files={})
 
 
-def _warm_tasks() -> list[TaskSpec]:
+def _warm_tasks(settings: Settings) -> list[TaskSpec]:
     """The sandbox shapes a worker starts with warm: the default task's, and that of a
-    SandboxFusion `/run_code` request naming no memory (verl's and others')."""
-    run_code = TaskSpec(
-        image=language("python").image,
-        tests=TestSpec(files={}),
-        files={},
-        limits=Limits(memory_mb=RUN_CODE_MEMORY_MB),
-    )
-    return [_default_task(), run_code]
+    SandboxFusion `/run_code` request naming no memory (verl's and others'), where the
+    deployment has its image."""
+    tasks = [_default_task()]
+    image = language("python").image
+    if image in settings.images:
+        limits = Limits(memory_mb=RUN_CODE_MEMORY_MB)
+        tasks.append(TaskSpec(image=image, tests=TestSpec(files={}), files={}, limits=limits))
+    return tasks
 
 
 def redis_client(url: str) -> redis.Redis:
@@ -322,7 +322,7 @@ def serve(
     )
     runtime.install(rt)
     pool.prewarm(rt.spec_for(_default_task()))
-    for task in _warm_tasks():
+    for task in _warm_tasks(settings):
         if runners is None:
             served.prewarm(rt.spec_for(task, server=True))
         else:

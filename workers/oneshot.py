@@ -1,8 +1,9 @@
 """A one-shot episode: task files and solution in, hidden tests run, reward out.
 
-The whole episode is one runner program (one `docker exec`): write the task's files, run
-its setup, write the solution and play its actions, kill every process the solution left,
-seal the workspace, copy the hidden tests in and run them.
+The whole episode is one runner program, one line to its sandbox's root server (a fresh
+container's or a pooled one's): write the task's files, run its setup, write the solution
+and play its actions, kill every process the solution left, seal the workspace, copy the
+hidden tests in and run them.
 """
 
 from __future__ import annotations

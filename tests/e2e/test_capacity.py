@@ -23,6 +23,7 @@ from core.store import EpisodeRecord, EpisodeStore, Share
 from proctor.models import EpisodeCreate, EpisodeStatus, Solution, TaskSpec, TestSpec
 from tests.conftest import claimed_database, running_service, wait_until
 from tests.e2e.helpers import episode
+from tests.pools import wait_for_warm_pools
 from workers.capacity import HostBudget, NoCapacity, reserve
 from workers.janitor import Janitor
 
@@ -190,6 +191,7 @@ def service(docker_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
         try:
             assert wait_until(all_ready, 180), "not every worker process came up"
+            wait_for_warm_pools(redis_url)
             yield url
         finally:
             client.close()

@@ -42,7 +42,8 @@ def test_an_image_that_vanishes_after_start_is_refused_and_turns_readyz_red() ->
             ready = httpx.get(f"{url}/readyz")
             assert ready.status_code == 503
             # the other image is still served
-            assert httpx.post(f"{url}/v1/episodes", json=episode(ADD)).status_code == 202
+            other = httpx.post(f"{url}/v1/episodes", json=episode(ADD))
+            assert other.status_code == 202, other.text
     finally:
         with suppress(docker.errors.ImageNotFound):
             client.images.remove(alias)
