@@ -9,8 +9,8 @@ network: a service's get the honeypot's, which costs an episode nothing it does 
 and scored as a worker scores them. Beside it, in the same run, the plain `python3`
 subprocess baseline of `oneshot.py`. CPU per episode is every container's (`cpuacct` of
 Docker's parent cgroup: run it on an otherwise idle engine), with the minor page faults the
-episode processes took (the server's `wait4` of each: pages copied from its heap on write,
-or new).
+episode's processes took (the server's rusage of the children it reaped during the episode:
+pages copied from its heap on write, or new).
 
 `episode_cpu.py` says where an episode's CPU goes in the whole stack; this says how far the
 sandbox layer alone would go, so the gap between the two is the stack's.

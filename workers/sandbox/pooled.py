@@ -23,7 +23,6 @@ import secrets
 import select
 import time
 import uuid
-from base64 import b64encode
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
@@ -41,7 +40,14 @@ from workers.sandbox.docker import (
     oom_kill_count,
 )
 from workers.sandbox.pool import StartedPool
-from workers.sandbox.protocol import EXIT_NO_MEMORY, SHARED_FILES, Program, Reply, Results
+from workers.sandbox.protocol import (
+    EXIT_NO_MEMORY,
+    SHARED_FILES,
+    Program,
+    Reply,
+    Results,
+    shared_base64,
+)
 from workers.sandbox.sandbox import (
     ASSETS,
     BOOT,
@@ -291,11 +297,9 @@ def server_input() -> bytes:
     return runner_input((ASSETS / "pool_server.py").read_text(encoding="utf-8"))
 
 
-@cache
 def shared_line(names: frozenset[str]) -> bytes:
-    """The server's first line: the shared files `names`, given once (made once per set)."""
-    shared = {n: b64encode(SHARED_FILES[n]).decode() for n in sorted(names)}
-    return json.dumps({"shared": shared}).encode() + b"\n"
+    """The server's first line: the shared files `names`, given once."""
+    return json.dumps({"shared": {n: shared_base64(n) for n in sorted(names)}}).encode() + b"\n"
 
 
 class RunnerPool(StartedPool[PooledRunner]):

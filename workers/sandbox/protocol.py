@@ -414,15 +414,15 @@ def _carrying(data: dict[str, Any], present: frozenset[str]) -> dict[str, Any]:
     missing = {p: n for p, n in data["shared"].items() if n not in present}
     if not missing:
         return data
-    binary = {**data["binary"], **{p: _shared_base64(n) for p, n in missing.items()}}
+    binary = {**data["binary"], **{p: shared_base64(n) for p, n in missing.items()}}
     shared = {p: n for p, n in data["shared"].items() if p not in missing}
     return {**data, "binary": binary, "shared": shared}
 
 
-_SHARED_BASE64: dict[str, str] = {}  # encoded once: a fresh container gets them every episode
+_SHARED_BASE64: dict[str, str] = {}  # encoded once: a request or a server's start carries them
 
 
-def _shared_base64(name: str) -> str:
+def shared_base64(name: str) -> str:
     encoded = _SHARED_BASE64.get(name)
     if encoded is None:
         import base64

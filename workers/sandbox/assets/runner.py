@@ -348,7 +348,7 @@ def kill_uid(uid: int) -> bool:
     """SIGKILL every process of `uid` from a root server (a subreaper, whose descendants they
     all are); whether none is left. A forked killer that becomes the uid reaches them all
     with one kill(-1) per round, however fast they fork; the server's own kill(-1) would
-    reach root's processes too, the sandbox's keeper among them."""
+    reach root's processes too (an exec'd sandbox's keeper, the server's other children)."""
     reap_all()
     try:
         os.waitpid(-1, os.WNOHANG)
