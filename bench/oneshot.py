@@ -233,6 +233,12 @@ def main() -> None:
     )
     parser.add_argument("--overload", type=int, default=256, help="clients in the overload round")
     parser.add_argument("--queue-limit", type=int, default=128)
+    parser.add_argument(
+        "--max-wait",
+        default="c16",
+        help="the wait bound of the second overload round, in s; c16: the isolation's p95 at"
+        " C=16 in this run (waiting bounded to a healthy load's latency)",
+    )
     parser.add_argument("--quick", action="store_true", help="no docker run baseline, no overload")
     args = parser.parse_args()
     if not humaneval.DATA.exists():
@@ -309,6 +315,25 @@ def main() -> None:
                     for e in episodes
                 ]
                 extra[f"overload_{isolation}"] = asyncio.run(overload(url, flood, args.overload))
+        if not args.quick:
+            # the same flood against the depth bound and a wait bound (PROCTOR_MAX_QUEUE_WAIT_S)
+            at_16 = next(
+                (
+                    r["p95_s"]
+                    for r in rows
+                    if r["concurrency"] == 16 and r["system"].startswith(f"proctor {isolation} (")
+                ),
+                None,
+            )
+            wait = at_16 if args.max_wait == "c16" else float(args.max_wait)
+            if wait:
+                print(f"proctor {isolation}: overload, wait bound {wait} s ...", flush=True)
+                with service(**settings, max_queue_wait_s=str(wait)) as url:
+                    bounded = asyncio.run(overload(url, flood, args.overload))
+                extra[f"overload_{isolation}_wait_bound"] = {"max_wait_s": wait, **bounded}
+            for key in (f"overload_{isolation}", f"overload_{isolation}_wait_bound"):
+                if at_16 and key in extra:
+                    extra[key]["p95_x_c16"] = round(extra[key]["p95_s"] / at_16, 2)
 
     # every episode's reward is the same in every isolation and at every concurrency
     for kind in ("canonical", "broken"):

@@ -58,6 +58,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = defaults.MAX_BODY_BYTES
     max_wait_s: float = defaults.MAX_WAIT_S
     max_queue_depth: int = defaults.MAX_QUEUE_DEPTH
+    max_queue_wait_s: float = Field(
+        defaults.MAX_QUEUE_WAIT_S,
+        ge=0,
+        description="submissions whose estimated wait in the queue is past this get 429; 0: none",
+    )
     max_batch: int = defaults.MAX_BATCH
     result_ttl_s: int = defaults.RESULT_TTL_S
     dedup_ttl_s: int = Field(

@@ -24,6 +24,9 @@ PORT: Final = 8000  # the API's port
 MAX_BODY_BYTES: Final = 32 * 1024 * 1024  # largest request body read
 MAX_WAIT_S: Final = 300.0  # longest `?wait=` a request may block
 MAX_QUEUE_DEPTH: Final = 10_000  # queued episodes beyond which submissions get 429
+# estimated wait in the queue beyond which submissions get 429 (0: none — a trainer's batch
+# waits its turn; latency-bound deployments set it)
+MAX_QUEUE_WAIT_S: Final = 0.0
 MAX_BATCH: Final = 1_000  # most episodes in one batch request
 RESULT_TTL_S: Final = 24 * 3600  # finished episodes stay readable this long
 DEDUP_TTL_S: Final = 600  # identical one-shot requests within this window share an episode

@@ -16,6 +16,7 @@ EPISODE_PREFIX: Final = PREFIX + "episode:"  # the Lua scripts build record keys
 ACTIVE: Final = PREFIX + "active"
 QUEUED: Final = PREFIX + "queued"
 EVENTS: Final = PREFIX + "events"
+PACE: Final = PREFIX + "pace"
 
 # --- metrics
 VERDICTS: Final = PREFIX + "stats:verdict"

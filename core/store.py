@@ -16,6 +16,9 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
     active                zset: non-terminal episode ids by creation time     ACTIVE
     queued                zset: episode ids not started yet, by creation time: QUEUED
                           what the queue bound counts (written with the record)
+    pace                  hash: gap (s, a moving average between starts while  PACE
+                          episodes waited), at (the last such start): what the
+                          wait bound estimates a newcomer's wait from
     dedup:{sha256}        string: the episode of an identical one-shot request dedup()
                           (expires after PROCTOR_DEDUP_TTL_S)
     events                pub/sub: an episode id when it ends, and when an     EVENTS
@@ -104,6 +107,8 @@ LATENCY_METRICS = ("total", "queued", "run", "sandbox_start")
 TERMINAL = tuple(s.value for s in EpisodeStatus if s.terminal)
 # an identical request does not share an episode that ended like this: it runs again
 UNSHAREABLE = (EpisodeStatus.failed.value, EpisodeStatus.cancelled.value)
+# the weight of the newest gap between starts in the pace (`_ADVANCE`): ~10 starts of memory
+PACE_WEIGHT = 0.2
 
 
 class RecordField(StrEnum):
@@ -210,9 +215,13 @@ return 1
 # Move a live episode forward (queued → starting → running → evaluating) unless it ended.
 # Only what a wait waits for is published: an interactive episode's sandbox being ready
 # (running); the end is published by `_FINISH`.
-# KEYS: episode, events, queued. ARGV: id, status, then field, value pairs.
+# An episode leaving the queue is a start: the pace of starts while others wait (a moving
+# average of the gaps) is what the wait bound of `_CREATE` measures a queue in. A gap counts
+# only when episodes waited at the start before it, so idle time is never taken for pace.
+# KEYS: episode, events, queued, pace. ARGV: id, status, then field, value pairs.
 _ADVANCE = (
     _LUA_STATUSES
+    + f"local PACE_WEIGHT = {PACE_WEIGHT}\n"
     + """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
@@ -221,7 +230,22 @@ local id = ARGV[1]
 local fields = {'status', ARGV[2]}  -- the status and the fields, in one HSET
 for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
-if ARGV[2] ~= QUEUED then redis.call('ZREM', KEYS[3], id) end
+if ARGV[2] ~= QUEUED and redis.call('ZREM', KEYS[3], id) == 1 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+  local pace = redis.call('HMGET', KEYS[4], 'at', 'gap')
+  local at, gap = tonumber(pace[1]), tonumber(pace[2])
+  if at then
+    local dt = math.max(now - at, 0)
+    gap = gap and gap + (dt - gap) * PACE_WEIGHT or dt
+    redis.call('HSET', KEYS[4], 'gap', tostring(gap))
+  end
+  if redis.call('ZCARD', KEYS[3]) > 0 then
+    redis.call('HSET', KEYS[4], 'at', tostring(now))
+  else
+    redis.call('HDEL', KEYS[4], 'at')
+  end
+end
 if ARGV[2] == RUNNING and redis.call('HGET', KEYS[1], 'mode') == INTERACTIVE then
   redis.call('PUBLISH', KEYS[2], id)
 end
@@ -229,21 +253,26 @@ return 1
 """
 )
 
-# Dedup, the queue bound and the records of a whole batch in one step, so that concurrent
-# submissions can neither run identical requests twice nor overshoot the bound.
-# KEYS: active, queued. ARGV: bound, dedup ttl, episode key prefix, then 6 per request:
-# fresh id, dedup key ('' when not shareable), created, record ttl, request json, mode.
-# → {0, depth} when the bound refuses the batch (nothing written), else
-#   {1, depth, id1, new1, id2, new2, …}: each request's episode, and whether it is new.
+# Dedup, the queue bounds and the records of a whole batch in one step, so that concurrent
+# submissions can neither run identical requests twice nor overshoot a bound. Two bounds:
+# the queue's depth, and (when set) the wait of the batch's last episode, estimated from
+# the pace of starts (`_ADVANCE`); with nothing queued a batch passes the wait bound, so
+# one larger than it still gets in.
+# KEYS: active, queued, pace. ARGV: depth bound, wait bound (s, 0: none), dedup ttl,
+# episode key prefix, then 6 per request: fresh id, dedup key ('' when not shareable),
+# created, record ttl, request json, mode.
+# → {0, depth, wait ms} when a bound refuses the batch (nothing written; wait -1: the depth
+#   bound), else {1, depth, id1, new1, id2, new2, …}: each request's episode, and whether
+#   it is new.
 _CREATE = (
     _LUA_STATUSES
     + """
-local prefix = ARGV[3]
-local n = (#ARGV - 3) / 6
+local prefix = ARGV[4]
+local n = (#ARGV - 4) / 6
 local ids, new, seen = {}, {}, {}
 local fresh = 0
 for i = 1, n do
-  local base = 3 + (i - 1) * 6
+  local base = 4 + (i - 1) * 6
   local dedup = ARGV[base + 2]
   local shared = nil
   if dedup ~= '' then
@@ -265,10 +294,17 @@ for i = 1, n do
   end
 end
 local depth = redis.call('ZCARD', KEYS[2])
-if fresh > 0 and depth + fresh > tonumber(ARGV[1]) then return {0, depth} end
+if fresh > 0 then
+  if depth + fresh > tonumber(ARGV[1]) then return {0, depth, -1} end
+  local most = tonumber(ARGV[2])
+  local gap = tonumber(redis.call('HGET', KEYS[3], 'gap'))
+  if most > 0 and depth > 0 and gap and (depth + fresh) * gap > most then
+    return {0, depth, math.floor((depth + fresh) * gap * 1000)}
+  end
+end
 for i = 1, n do
   if new[i] == 1 then
-    local base = 3 + (i - 1) * 6
+    local base = 4 + (i - 1) * 6
     local key = prefix .. ids[i]
     redis.call('HSET', key, 'request', ARGV[base + 5], 'status', QUEUED,
                'created', ARGV[base + 3], 'mode', ARGV[base + 6])
@@ -276,7 +312,7 @@ for i = 1, n do
     redis.call('ZADD', KEYS[1], ARGV[base + 3], ids[i])
     redis.call('ZADD', KEYS[2], ARGV[base + 3], ids[i])
     if ARGV[base + 2] ~= '' then
-      redis.call('SET', ARGV[base + 2], ids[i], 'EX', tonumber(ARGV[2]))
+      redis.call('SET', ARGV[base + 2], ids[i], 'EX', tonumber(ARGV[3]))
     end
   end
 end
@@ -374,7 +410,8 @@ class Admission:
     ids: list[str]
     new: list[bool]
     depth: int  # episodes queued after the call; at refusal, before it
-    refused: bool  # the queue bound was reached: nothing was written
+    refused: bool  # a queue bound was reached: nothing was written
+    wait_s: float | None = None  # at refusal by the wait bound: the wait it estimated
 
 
 @dataclass(frozen=True, slots=True)
@@ -697,6 +734,7 @@ class EpisodeStore:
         *,
         dedup_keys: Sequence[str | None],
         max_queued: int,
+        max_wait_s: float = 0.0,
         dedup_ttl_s: int,
     ) -> Admission:
         """Create the records of a batch in one atomic step (see `_CREATE`).
@@ -705,7 +743,7 @@ class EpisodeStore:
         already stored) unless that one failed or was cancelled. The caller enqueues the new
         ones afterwards; should it die in between, the janitor ends them (no job).
         """
-        args: list[Any] = [max_queued, max(dedup_ttl_s, 1), keys.EPISODE_PREFIX]
+        args: list[Any] = [max_queued, max_wait_s, max(dedup_ttl_s, 1), keys.EPISODE_PREFIX]
         for request, dedup in zip(requests, dedup_keys, strict=True):
             fields = self.create_fields(request)
             args += [
@@ -716,9 +754,16 @@ class EpisodeStore:
                 fields[RecordField.request],
                 fields[RecordField.mode],
             ]
-        reply = self._create(keys=[keys.ACTIVE, keys.QUEUED], args=args)
+        reply = self._create(keys=[keys.ACTIVE, keys.QUEUED, keys.PACE], args=args)
         if int(reply[0]) == 0:
-            return Admission(ids=[], new=[], depth=int(reply[1]), refused=True)
+            wait_ms = int(reply[2])
+            return Admission(
+                ids=[],
+                new=[],
+                depth=int(reply[1]),
+                refused=True,
+                wait_s=wait_ms / 1000 if wait_ms >= 0 else None,
+            )
         pairs = reply[2:]
         return Admission(
             ids=[_text(x) for x in pairs[0::2]],
@@ -762,7 +807,7 @@ class EpisodeStore:
         args: list[str] = [episode_id, status.value]
         for name, value in fields.items():
             args += [name, value]
-        script_keys = [keys.episode(episode_id), keys.EVENTS, keys.QUEUED]
+        script_keys = [keys.episode(episode_id), keys.EVENTS, keys.QUEUED, keys.PACE]
         return int(self._advance(keys=script_keys, args=args)) == 1
 
     def finish(self, result: EpisodeResult, *, request: EpisodeCreate | None = None) -> bool:

@@ -69,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 sync_redis,
                 store,
                 max_depth=settings.max_queue_depth,
+                max_wait_s=settings.max_queue_wait_s,
                 dedup_ttl_s=settings.dedup_ttl_s,
             ),
             events=events,

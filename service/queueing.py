@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 
 import redis
@@ -61,11 +62,13 @@ class EpisodeQueue:
         store: EpisodeStore,
         *,
         max_depth: int = 10_000,
+        max_wait_s: float = 0.0,
         dedup_ttl_s: int = 600,
     ) -> None:
         self.redis = client
         self.store = store
         self.max_depth = max_depth
+        self.max_wait_s = max_wait_s
         self.dedup_ttl_s = dedup_ttl_s
         self.queue = Queue(QUEUE_NAME, connection=client, serializer=JSONSerializer)
 
@@ -73,16 +76,27 @@ class EpisodeQueue:
         """Store and enqueue episodes (a whole batch at once, or none of it); ids in order.
 
         Identical one-shot requests share one episode (see the module docstring). Beyond
-        the bound the whole batch is refused (429) rather than queue work nobody will wait
-        for.
+        a bound — the queue's depth, or the wait the batch's last episode would see — the
+        whole batch is refused (429) rather than queue work nobody will wait for.
         """
         dedup_keys = [
             content_key(r) if self.dedup_ttl_s > 0 and r.mode is EpisodeMode.oneshot else None
             for r in requests
         ]
         admission = self.store.create(
-            requests, dedup_keys=dedup_keys, max_queued=self.max_depth, dedup_ttl_s=self.dedup_ttl_s
+            requests,
+            dedup_keys=dedup_keys,
+            max_queued=self.max_depth,
+            max_wait_s=self.max_wait_s,
+            dedup_ttl_s=self.dedup_ttl_s,
         )
+        if admission.refused and admission.wait_s is not None:
+            raise Overloaded(
+                f"the queue holds {admission.depth} episodes: about {admission.wait_s:.1f} s "
+                f"of waiting (bound {self.max_wait_s:g} s); retry later",
+                # by then the queue has drained to what the bound admits
+                headers={"Retry-After": str(max(1, math.ceil(admission.wait_s - self.max_wait_s)))},
+            )
         if admission.refused:
             raise Overloaded(
                 f"the queue holds {admission.depth} episodes (bound {self.max_depth}); retry later",

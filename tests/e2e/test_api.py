@@ -10,6 +10,7 @@ import httpx
 import pytest
 import redis
 
+from core import keys
 from tests.conftest import (
     claimed_database,
     running_api,
@@ -155,6 +156,31 @@ def test_a_full_queue_answers_429_with_retry_after(api_with_small_queue: tuple[s
     assert response.status_code == 429
     assert int(response.headers["Retry-After"]) > 0
     assert queued(redis_url) == 1
+
+
+@pytest.fixture(scope="module")
+def api_with_wait_bound() -> Iterator[tuple[str, str]]:
+    """An API process that refuses past 1 s of estimated waiting, with no workers."""
+    with (
+        claimed_database() as redis_url,
+        running_api(redis_url, PROCTOR_MAX_QUEUE_WAIT_S="1", PROCTOR_DEDUP_TTL_S="0") as url,
+    ):
+        yield url, redis_url
+
+
+def test_past_the_wait_bound_the_answer_is_429_with_retry_after(
+    api_with_wait_bound: tuple[str, str],
+) -> None:
+    url, redis_url = api_with_wait_bound
+    with redis.Redis.from_url(redis_url) as client:
+        client.hset(keys.PACE, "gap", "0.4")  # workers took an episode every 400 ms
+    accepted = httpx.post(f"{url}/v1/episodes/batch", json={"episodes": [episode(ADD)] * 2})
+    assert accepted.status_code == 202, accepted.text  # 0.8 s for the second
+    refused = httpx.post(f"{url}/v1/episodes", json=episode(ADD, timeout_s=5))
+    assert refused.status_code == 429
+    assert refused.headers["Retry-After"] == "1"
+    assert "1.2 s of waiting" in refused.json()["error"]["message"]
+    assert queued(redis_url) == 2
 
 
 def test_auth_is_enforced_when_tokens_are_configured(api_with_tokens: str) -> None:
