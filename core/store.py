@@ -16,9 +16,9 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
     active                zset: non-terminal episode ids by creation time     ACTIVE
     queued                zset: episode ids not started yet, by creation time: QUEUED
                           what the queue bound counts (written with the record)
-    pace                  hash: gap (s, a moving average between starts while  PACE
-                          episodes waited), at (the last such start): what the
-                          wait bound estimates a newcomer's wait from
+    pace                  hash: busy (s, a moving average of a worker's time   PACE
+                          on a one-shot episode): what the wait bound
+                          estimates a newcomer's wait from
     dedup:{sha256}        string: the episode of an identical one-shot request dedup()
                           (expires after PROCTOR_DEDUP_TTL_S)
     events                pub/sub: an episode id when it ends, and when an     EVENTS
@@ -107,7 +107,7 @@ LATENCY_METRICS = ("total", "queued", "run", "sandbox_start")
 TERMINAL = tuple(s.value for s in EpisodeStatus if s.terminal)
 # an identical request does not share an episode that ended like this: it runs again
 UNSHAREABLE = (EpisodeStatus.failed.value, EpisodeStatus.cancelled.value)
-# the weight of the newest gap between starts in the pace (`_ADVANCE`): ~10 starts of memory
+# the weight of the newest episode in the pace (`_FINISH`): a memory of ~10 episodes
 PACE_WEIGHT = 0.2
 
 
@@ -154,11 +154,12 @@ _LUA_STATUSES = (
 )
 
 # KEYS: episode, active, verdict stats, latency keys (total, queued, run, sandbox_start),
-# events, queued
+# events, queued, pace
 # ARGV: id, status, result json, verdict, ttl, then per latency metric: value or "" (4 values),
 # finished (unix time), latency buckets (JSON list)
 _FINISH = (
     _LUA_STATUSES
+    + f"local PACE_WEIGHT = {PACE_WEIGHT}\n"
     + """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
@@ -169,6 +170,13 @@ redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[9], ARGV[1])
 redis.call('HINCRBY', KEYS[3], ARGV[4], 1)
+-- the pace (`_CREATE`'s wait bound): a worker's time on a one-shot episode, total - queued
+if ARGV[6] ~= '' and ARGV[7] ~= '' and redis.call('HGET', KEYS[1], 'mode') ~= INTERACTIVE then
+  local busy = math.max(tonumber(ARGV[6]) - tonumber(ARGV[7]), 0)
+  local mean = tonumber(redis.call('HGET', KEYS[10], 'busy'))
+  mean = mean and mean + (busy - mean) * PACE_WEIGHT or busy
+  redis.call('HSET', KEYS[10], 'busy', tostring(mean))
+end
 local buckets = cjson.decode(ARGV[11])
 for i = 1, 4 do
   local v = ARGV[5 + i]
@@ -183,12 +191,12 @@ for i = 1, 4 do
     end
   end
 end
--- the catalog (see the module docstring): KEYS[10] the minute, KEYS[11] rule hits,
--- KEYS[12] category counts, KEYS[13..] the sets the episode is listed in.
+-- the catalog (see the module docstring): KEYS[11] the minute, KEYS[12] rule hits,
+-- KEYS[13] category counts, KEYS[14..] the sets the episode is listed in.
 -- ARGV[12] summary, ARGV[13] trim score, ARGV[14] latency bucket, ARGV[15] rules (JSON),
 -- ARGV[16] categories (JSON)
 local ttl = tonumber(ARGV[5])
-local minute = KEYS[10]
+local minute = KEYS[11]
 redis.call('HINCRBY', minute, 'n', 1)
 redis.call('HINCRBY', minute, 'v:' .. ARGV[4], 1)
 if ARGV[14] ~= '' then
@@ -198,11 +206,11 @@ if ARGV[14] ~= '' then
 end
 for _, c in ipairs(cjson.decode(ARGV[16])) do
   redis.call('HINCRBY', minute, 'c:' .. c, 1)
-  redis.call('HINCRBY', KEYS[12], c, 1)
+  redis.call('HINCRBY', KEYS[13], c, 1)
 end
 redis.call('EXPIRE', minute, ttl)
-for _, r in ipairs(cjson.decode(ARGV[15])) do redis.call('HINCRBY', KEYS[11], r, 1) end
-for i = 13, #KEYS do
+for _, r in ipairs(cjson.decode(ARGV[15])) do redis.call('HINCRBY', KEYS[12], r, 1) end
+for i = 14, #KEYS do
   redis.call('ZADD', KEYS[i], ARGV[10], ARGV[1])
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', '(' .. ARGV[13])
   redis.call('EXPIRE', KEYS[i], ttl)
@@ -215,13 +223,9 @@ return 1
 # Move a live episode forward (queued → starting → running → evaluating) unless it ended.
 # Only what a wait waits for is published: an interactive episode's sandbox being ready
 # (running); the end is published by `_FINISH`.
-# An episode leaving the queue is a start: the pace of starts while others wait (a moving
-# average of the gaps) is what the wait bound of `_CREATE` measures a queue in. A gap counts
-# only when episodes waited at the start before it, so idle time is never taken for pace.
-# KEYS: episode, events, queued, pace. ARGV: id, status, then field, value pairs.
+# KEYS: episode, events, queued. ARGV: id, status, then field, value pairs.
 _ADVANCE = (
     _LUA_STATUSES
-    + f"local PACE_WEIGHT = {PACE_WEIGHT}\n"
     + """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
@@ -230,22 +234,7 @@ local id = ARGV[1]
 local fields = {'status', ARGV[2]}  -- the status and the fields, in one HSET
 for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
-if ARGV[2] ~= QUEUED and redis.call('ZREM', KEYS[3], id) == 1 then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-  local pace = redis.call('HMGET', KEYS[4], 'at', 'gap')
-  local at, gap = tonumber(pace[1]), tonumber(pace[2])
-  if at then
-    local dt = math.max(now - at, 0)
-    gap = gap and gap + (dt - gap) * PACE_WEIGHT or dt
-    redis.call('HSET', KEYS[4], 'gap', tostring(gap))
-  end
-  if redis.call('ZCARD', KEYS[3]) > 0 then
-    redis.call('HSET', KEYS[4], 'at', tostring(now))
-  else
-    redis.call('HDEL', KEYS[4], 'at')
-  end
-end
+if ARGV[2] ~= QUEUED then redis.call('ZREM', KEYS[3], id) end
 if ARGV[2] == RUNNING and redis.call('HGET', KEYS[1], 'mode') == INTERACTIVE then
   redis.call('PUBLISH', KEYS[2], id)
 end
@@ -255,24 +244,26 @@ return 1
 
 # Dedup, the queue bounds and the records of a whole batch in one step, so that concurrent
 # submissions can neither run identical requests twice nor overshoot a bound. Two bounds:
-# the queue's depth, and (when set) the wait of the batch's last episode, estimated from
-# the pace of starts (`_ADVANCE`); with nothing queued a batch passes the wait bound, so
-# one larger than it still gets in.
-# KEYS: active, queued, pace. ARGV: depth bound, wait bound (s, 0: none), dedup ttl,
-# episode key prefix, then 6 per request: fresh id, dedup key ('' when not shareable),
-# created, record ttl, request json, mode.
+# the queue's depth, and (when set) the wait of the batch's last episode: what is queued
+# times a worker's mean time on an episode (the pace, `_FINISH`) over the live workers
+# (Little's law). Until an episode has ended the pace is unknown and only the depth bound
+# holds. With nothing queued a batch passes the wait bound, so one larger than it still
+# gets in.
+# KEYS: active, queued, pace, workers. ARGV: depth bound, wait bound (s, 0: none), dedup
+# ttl, episode key prefix, live since (the heartbeat cutoff), then 6 per request: fresh
+# id, dedup key ('' when not shareable), created, record ttl, request json, mode.
 # → {0, depth, wait ms} when a bound refuses the batch (nothing written; wait -1: the depth
-#   bound), else {1, depth, id1, new1, id2, new2, …}: each request's episode, and whether
-#   it is new.
+#   bound), else {1, depth, id1, new1, id2, new2, …}: each request's
+#   episode, and whether it is new.
 _CREATE = (
     _LUA_STATUSES
     + """
 local prefix = ARGV[4]
-local n = (#ARGV - 4) / 6
+local n = (#ARGV - 5) / 6
 local ids, new, seen = {}, {}, {}
 local fresh = 0
 for i = 1, n do
-  local base = 4 + (i - 1) * 6
+  local base = 5 + (i - 1) * 6
   local dedup = ARGV[base + 2]
   local shared = nil
   if dedup ~= '' then
@@ -297,14 +288,16 @@ local depth = redis.call('ZCARD', KEYS[2])
 if fresh > 0 then
   if depth + fresh > tonumber(ARGV[1]) then return {0, depth, -1} end
   local most = tonumber(ARGV[2])
-  local gap = tonumber(redis.call('HGET', KEYS[3], 'gap'))
-  if most > 0 and depth > 0 and gap and (depth + fresh) * gap > most then
-    return {0, depth, math.floor((depth + fresh) * gap * 1000)}
+  local busy = tonumber(redis.call('HGET', KEYS[3], 'busy'))
+  if tonumber(ARGV[2]) > 0 and depth > 0 and busy then
+    local workers = math.max(redis.call('ZCOUNT', KEYS[4], ARGV[5], '+inf'), 1)
+    local wait = (depth + fresh) * busy / workers
+    if wait > tonumber(ARGV[2]) then return {0, depth, math.floor(wait * 1000)} end
   end
 end
 for i = 1, n do
   if new[i] == 1 then
-    local base = 4 + (i - 1) * 6
+    local base = 5 + (i - 1) * 6
     local key = prefix .. ids[i]
     redis.call('HSET', key, 'request', ARGV[base + 5], 'status', QUEUED,
                'created', ARGV[base + 3], 'mode', ARGV[base + 6])
@@ -411,7 +404,7 @@ class Admission:
     new: list[bool]
     depth: int  # episodes queued after the call; at refusal, before it
     refused: bool  # a queue bound was reached: nothing was written
-    wait_s: float | None = None  # at refusal by the wait bound: the wait it estimated
+    wait_s: float | None = None  # refused by the wait bound: the wait it estimated
 
 
 @dataclass(frozen=True, slots=True)
@@ -743,7 +736,9 @@ class EpisodeStore:
         already stored) unless that one failed or was cancelled. The caller enqueues the new
         ones afterwards; should it die in between, the janitor ends them (no job).
         """
+        live_since = time.time() - defaults.HEARTBEAT_TTL_S
         args: list[Any] = [max_queued, max_wait_s, max(dedup_ttl_s, 1), keys.EPISODE_PREFIX]
+        args += [live_since]
         for request, dedup in zip(requests, dedup_keys, strict=True):
             fields = self.create_fields(request)
             args += [
@@ -754,7 +749,8 @@ class EpisodeStore:
                 fields[RecordField.request],
                 fields[RecordField.mode],
             ]
-        reply = self._create(keys=[keys.ACTIVE, keys.QUEUED, keys.PACE], args=args)
+        script_keys = [keys.ACTIVE, keys.QUEUED, keys.PACE, keys.WORKERS]
+        reply = self._create(keys=script_keys, args=args)
         if int(reply[0]) == 0:
             wait_ms = int(reply[2])
             return Admission(
@@ -807,7 +803,7 @@ class EpisodeStore:
         args: list[str] = [episode_id, status.value]
         for name, value in fields.items():
             args += [name, value]
-        script_keys = [keys.episode(episode_id), keys.EVENTS, keys.QUEUED, keys.PACE]
+        script_keys = [keys.episode(episode_id), keys.EVENTS, keys.QUEUED]
         return int(self._advance(keys=script_keys, args=args)) == 1
 
     def finish(self, result: EpisodeResult, *, request: EpisodeCreate | None = None) -> bool:
@@ -821,7 +817,8 @@ class EpisodeStore:
         finished = result.finished_at or datetime.now(UTC)
         result = result.model_copy(update={"finished_at": finished})
         script_keys = [keys.episode(result.id), keys.ACTIVE, keys.VERDICTS]
-        script_keys += [keys.latency(m) for m in LATENCY_METRICS] + [keys.EVENTS, keys.QUEUED]
+        script_keys += [keys.latency(m) for m in LATENCY_METRICS]
+        script_keys += [keys.EVENTS, keys.QUEUED, keys.PACE]
         entry = CatalogEntry.of(result, finished=finished.timestamp())
         script_keys += [
             keys.catalog_minute(str(int(entry.finished // 60))),

@@ -172,8 +172,9 @@ def test_past_the_wait_bound_the_answer_is_429_with_retry_after(
     api_with_wait_bound: tuple[str, str],
 ) -> None:
     url, redis_url = api_with_wait_bound
-    with redis.Redis.from_url(redis_url) as client:
-        client.hset(keys.PACE, "gap", "0.4")  # workers took an episode every 400 ms
+    with redis.Redis.from_url(redis_url) as client:  # one worker, 400 ms an episode
+        client.zadd(keys.WORKERS, {"worker-1": time.time()})
+        client.hset(keys.PACE, "busy", "0.4")
     accepted = httpx.post(f"{url}/v1/episodes/batch", json={"episodes": [episode(ADD)] * 2})
     assert accepted.status_code == 202, accepted.text  # 0.8 s for the second
     refused = httpx.post(f"{url}/v1/episodes", json=episode(ADD, timeout_s=5))

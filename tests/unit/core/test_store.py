@@ -9,8 +9,15 @@ import pytest
 import redis
 
 from core import keys
-from core.store import Admission, EpisodeStore, MissingSandbox, SandboxState
-from proctor.models import EpisodeCreate, EpisodeMode, EpisodeResult, EpisodeStatus, Observation
+from core.store import PACE_WEIGHT, Admission, EpisodeStore, MissingSandbox, SandboxState
+from proctor.models import (
+    EpisodeCreate,
+    EpisodeMode,
+    EpisodeResult,
+    EpisodeStatus,
+    Observation,
+    Timings,
+)
 
 REQUEST = EpisodeCreate.model_validate(
     {"mode": "interactive", "task": {"tests": {"files": {"test_x.py": "def test_x(): pass"}}}}
@@ -91,45 +98,49 @@ def test_identical_requests_share_until_one_fails(redis_client: redis.Redis) -> 
 
 @pytest.fixture
 def fresh_queue(redis_client: redis.Redis) -> Iterator[EpisodeStore]:
-    """A store over an empty queue with no pace measured yet (both emptied again after)."""
-    redis_client.delete(keys.QUEUED, keys.PACE)
+    """A store over an empty queue, no pace measured yet and no worker alive (all emptied
+    again after)."""
+    redis_client.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
     yield EpisodeStore(redis_client)
-    redis_client.delete(keys.QUEUED, keys.PACE)
+    redis_client.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
 
 
-def gap(redis_client: redis.Redis) -> float | None:
-    raw = redis_client.hget(keys.PACE, "gap")
+def busy(redis_client: redis.Redis) -> float | None:
+    raw = redis_client.hget(keys.PACE, "busy")
     return float(raw) if raw is not None else None
 
 
+def ended(store: EpisodeStore, mode: EpisodeMode, *, queued_s: float, total_s: float) -> None:
+    request = REQUEST.model_copy(update={"mode": mode})
+    result = EpisodeResult(
+        id=created(store, request),
+        status=EpisodeStatus.completed,
+        mode=mode,
+        timings=Timings(queued_s=queued_s, total_s=total_s),
+    )
+    assert store.finish(result)
+
+
 @pytest.mark.redis
-def test_the_pace_counts_gaps_between_starts_only_while_episodes_wait(
+def test_the_pace_is_a_workers_mean_time_on_a_oneshot_episode(
     redis_client: redis.Redis, fresh_queue: EpisodeStore
 ) -> None:
-    store = fresh_queue
-    waiting = [created(store) for _ in range(4)]
-    for episode_id in waiting:  # the first start begins the measure; three gaps of ~50 ms
-        assert store.advance(episode_id, EpisodeStatus.starting)
-        time.sleep(0.05)
-    measured = gap(redis_client)
-    assert measured is not None and 0.04 <= measured < 0.5
-    assert redis_client.hget(keys.PACE, "at") is None  # the queue ran empty
-    time.sleep(0.3)  # idle: no episode waited
-    assert store.advance(created(store), EpisodeStatus.starting)
-    assert gap(redis_client) == measured
-    # a later status of a started episode is no start
-    assert store.advance(waiting[0], EpisodeStatus.running)
-    assert gap(redis_client) == measured
+    ended(fresh_queue, EpisodeMode.oneshot, queued_s=5.0, total_s=6.0)
+    assert busy(redis_client) == pytest.approx(1.0)  # the first sets it; waiting is no work
+    ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=2.0)
+    assert busy(redis_client) == pytest.approx(1.0 + (2.0 - 1.0) * PACE_WEIGHT)
+    measured = busy(redis_client)
+    # an interactive episode's life is mostly its agent's thinking, not a worker's time
+    ended(fresh_queue, EpisodeMode.interactive, queued_s=0.0, total_s=600.0)
+    assert busy(redis_client) == measured
 
 
 @pytest.mark.redis
 def test_the_wait_bound_refuses_what_would_wait_past_it(
     redis_client: redis.Redis, fresh_queue: EpisodeStore
 ) -> None:
-    store = fresh_queue
-
     def admit(count: int, max_wait_s: float) -> Admission:
-        return store.create(
+        return fresh_queue.create(
             [REQUEST] * count,
             dedup_keys=[None] * count,
             max_queued=1000,
@@ -137,10 +148,18 @@ def test_the_wait_bound_refuses_what_would_wait_past_it(
             dedup_ttl_s=60,
         )
 
-    redis_client.hset(keys.PACE, "gap", "0.1")  # a start every 100 ms
-    assert not admit(20, 0.5).refused  # nothing queued: a batch past the bound still gets in
+    now = time.time()
+    redis_client.zadd(keys.WORKERS, {"w1": now, "w2": now, "gone": now - 3600})
+    assert not admit(20, 0.5).refused
+    assert not admit(1, 0.5).refused  # no pace yet: the depth bound only
+    redis_client.delete(keys.QUEUED)
+    redis_client.hset(keys.PACE, "busy", "0.2")  # two live workers, 200 ms each: 10/s
+    assert not admit(20, 5.0).refused  # the 20th waits ~2 s
     refused = admit(1, 1.5)  # the 21st would wait ~2.1 s
-    assert refused.refused and refused.depth == 20 and refused.wait_s == pytest.approx(2.1)
+    assert refused.refused and refused.depth == 20
+    assert refused.wait_s == pytest.approx(2.1)
     assert not admit(1, 2.5).refused
     assert not admit(1, 0.0).refused  # no wait bound: the depth bound only
-    assert store.queued_count() == 22
+    assert fresh_queue.queued_count() == 22
+    redis_client.delete(keys.QUEUED)
+    assert not admit(40, 0.5).refused  # nothing queued: a batch past the bound still gets in

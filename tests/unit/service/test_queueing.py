@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+
 import pytest
 import redis
 
@@ -19,17 +22,23 @@ REQUEST = EpisodeCreate.model_validate(
 )
 
 
-@pytest.mark.redis
-def test_a_refusal_by_the_wait_bound_says_when_to_retry(redis_client: redis.Redis) -> None:
-    queue = EpisodeQueue(redis_client, EpisodeStore(redis_client), max_wait_s=1.0)
-    # 30 waiting (ids only: no job a later test's workers would take) at a start per 100 ms
-    redis_client.delete(keys.QUEUED)
+@pytest.fixture
+def queue(redis_client: redis.Redis) -> Iterator[EpisodeQueue]:
+    """A queue with a wait bound of 1 s, 30 episodes waiting (ids only: no job a later
+    test's workers would take) and two live workers."""
+    redis_client.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
     redis_client.zadd(keys.QUEUED, {f"ep_waiting{i}": i for i in range(30)})
-    redis_client.hset(keys.PACE, "gap", "0.1")
-    try:
-        with pytest.raises(Overloaded) as refused:
-            queue.submit([REQUEST])
-    finally:
-        redis_client.delete(keys.QUEUED, keys.PACE)
+    redis_client.zadd(keys.WORKERS, {"w1": time.time(), "w2": time.time()})
+    yield EpisodeQueue(redis_client, EpisodeStore(redis_client), max_wait_s=1.0)
+    redis_client.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
+
+
+@pytest.mark.redis
+def test_a_refusal_by_the_wait_bound_says_when_to_retry(
+    redis_client: redis.Redis, queue: EpisodeQueue
+) -> None:
+    redis_client.hset(keys.PACE, "busy", "0.2")  # 10 episodes/s
+    with pytest.raises(Overloaded) as refused:
+        queue.submit([REQUEST])
     assert refused.value.headers == {"Retry-After": "3"}  # 3.1 s of waiting, 1 s admitted
     assert "3.1 s of waiting" in refused.value.message
