@@ -253,8 +253,8 @@ return 1
 # ttl, episode key prefix, live since (the heartbeat cutoff), then 6 per request: fresh
 # id, dedup key ('' when not shareable), created, record ttl, request json, mode.
 # → {0, depth, wait ms} when a bound refuses the batch (nothing written; wait -1: the depth
-#   bound), else {1, depth, id1, new1, id2, new2, …}: each request's
-#   episode, and whether it is new.
+#   bound), else {1, depth, id1, new1, id2, new2, …}: each request's episode, and whether
+#   it is new.
 _CREATE = (
     _LUA_STATUSES
     + """
@@ -288,11 +288,11 @@ local depth = redis.call('ZCARD', KEYS[2])
 if fresh > 0 then
   if depth + fresh > tonumber(ARGV[1]) then return {0, depth, -1} end
   local most = tonumber(ARGV[2])
-  local busy = tonumber(redis.call('HGET', KEYS[3], 'busy'))
-  if tonumber(ARGV[2]) > 0 and depth > 0 and busy then
+  local busy = most > 0 and depth > 0 and tonumber(redis.call('HGET', KEYS[3], 'busy'))
+  if busy then
     local workers = math.max(redis.call('ZCOUNT', KEYS[4], ARGV[5], '+inf'), 1)
     local wait = (depth + fresh) * busy / workers
-    if wait > tonumber(ARGV[2]) then return {0, depth, math.floor(wait * 1000)} end
+    if wait > most then return {0, depth, math.floor(wait * 1000)} end
   end
 end
 for i = 1, n do
