@@ -728,17 +728,19 @@ class EpisodeStore:
         dedup_keys: Sequence[str | None],
         max_queued: int,
         max_wait_s: float = 0.0,
+        worker_ttl_s: float = defaults.HEARTBEAT_TTL_S,
         dedup_ttl_s: int,
     ) -> Admission:
         """Create the records of a batch in one atomic step (see `_CREATE`).
 
+        The wait bound counts the workers heard from within `worker_ttl_s` as live.
         A request with a dedup key shares the episode of an identical one (in the batch or
         already stored) unless that one failed or was cancelled. The caller enqueues the new
         ones afterwards; should it die in between, the janitor ends them (no job).
         """
-        live_since = time.time() - defaults.HEARTBEAT_TTL_S
+        live_since = time.time() - worker_ttl_s
         args: list[Any] = [max_queued, max_wait_s, max(dedup_ttl_s, 1), keys.EPISODE_PREFIX]
-        args += [live_since]
+        args.append(live_since)
         for request, dedup in zip(requests, dedup_keys, strict=True):
             fields = self.create_fields(request)
             args += [

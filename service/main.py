@@ -70,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 store,
                 max_depth=settings.max_queue_depth,
                 max_wait_s=settings.max_queue_wait_s,
+                worker_ttl_s=settings.heartbeat_ttl_s,
                 dedup_ttl_s=settings.dedup_ttl_s,
             ),
             events=events,

@@ -26,7 +26,12 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from core import keys
-from core.defaults import JOB_OVERHEAD_S, JOB_RESULT_TTL_S, QUEUE_FULL_RETRY_AFTER_S
+from core.defaults import (
+    HEARTBEAT_TTL_S,
+    JOB_OVERHEAD_S,
+    JOB_RESULT_TTL_S,
+    QUEUE_FULL_RETRY_AFTER_S,
+)
 from core.queues import QUEUE_NAME, RUN_EPISODE, host_queue_name
 from core.store import EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeMode
@@ -63,12 +68,14 @@ class EpisodeQueue:
         *,
         max_depth: int = 10_000,
         max_wait_s: float = 0.0,
+        worker_ttl_s: float = HEARTBEAT_TTL_S,
         dedup_ttl_s: int = 600,
     ) -> None:
         self.redis = client
         self.store = store
         self.max_depth = max_depth
         self.max_wait_s = max_wait_s
+        self.worker_ttl_s = worker_ttl_s
         self.dedup_ttl_s = dedup_ttl_s
         self.queue = Queue(QUEUE_NAME, connection=client, serializer=JSONSerializer)
 
@@ -88,6 +95,7 @@ class EpisodeQueue:
             dedup_keys=dedup_keys,
             max_queued=self.max_depth,
             max_wait_s=self.max_wait_s,
+            worker_ttl_s=self.worker_ttl_s,
             dedup_ttl_s=self.dedup_ttl_s,
         )
         if admission.refused and admission.wait_s is not None:

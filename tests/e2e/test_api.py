@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -139,14 +140,22 @@ def api_with_tokens(redis_url: str) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def api_with_small_queue() -> Iterator[tuple[str, str]]:
-    """An API process with a queue bound of 1, on a database of its own, with no workers."""
+@contextmanager
+def api_alone(**settings: str) -> Iterator[tuple[str, str]]:
+    """An API process on a database of its own, with no workers and no dedup: its URL and
+    its Redis's."""
     with (
         claimed_database() as redis_url,
-        running_api(redis_url, PROCTOR_MAX_QUEUE_DEPTH="1", PROCTOR_DEDUP_TTL_S="0") as url,
+        running_api(redis_url, PROCTOR_DEDUP_TTL_S="0", **settings) as url,
     ):
         yield url, redis_url
+
+
+@pytest.fixture(scope="module")
+def api_with_small_queue() -> Iterator[tuple[str, str]]:
+    """A queue bound of 1."""
+    with api_alone(PROCTOR_MAX_QUEUE_DEPTH="1") as api:
+        yield api
 
 
 def test_a_full_queue_answers_429_with_retry_after(api_with_small_queue: tuple[str, str]) -> None:
@@ -160,12 +169,9 @@ def test_a_full_queue_answers_429_with_retry_after(api_with_small_queue: tuple[s
 
 @pytest.fixture(scope="module")
 def api_with_wait_bound() -> Iterator[tuple[str, str]]:
-    """An API process that refuses past 1 s of estimated waiting, with no workers."""
-    with (
-        claimed_database() as redis_url,
-        running_api(redis_url, PROCTOR_MAX_QUEUE_WAIT_S="1", PROCTOR_DEDUP_TTL_S="0") as url,
-    ):
-        yield url, redis_url
+    """A refusal past 1 s of estimated waiting."""
+    with api_alone(PROCTOR_MAX_QUEUE_WAIT_S="1") as api:
+        yield api
 
 
 def test_past_the_wait_bound_the_answer_is_429_with_retry_after(
