@@ -67,6 +67,14 @@ def remove_deployment_containers(redis_url: str) -> None:
         client.close()
 
 
+def emptied(client: redis.Redis) -> None:
+    """Delete every key of a claimed database but its claim (a FLUSHDB would release it, and
+    another session or fixture would take the database while it is in use)."""
+    for key in client.scan_iter(count=1000):
+        if key != LOCK_KEY.encode():
+            client.delete(key)
+
+
 @contextmanager
 def claimed_database() -> Iterator[str]:
     """A Redis database nobody else is using (test sessions may run side by side)."""
@@ -78,9 +86,7 @@ def claimed_database() -> Iterator[str]:
         except redis.RedisError as exc:
             pytest.fail(f"Redis is not reachable at {TEST_REDIS} ({exc}); run `make setup`")
         if claimed:
-            for key in client.scan_iter(count=1000):
-                if key != LOCK_KEY.encode():
-                    client.delete(key)
+            emptied(client)
             try:
                 yield url
             finally:

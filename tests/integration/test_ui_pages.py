@@ -28,7 +28,7 @@ from proctor.models import (
     Verdict,
 )
 from service.routes.ui import COOKIE, session_value
-from tests.conftest import running_api
+from tests.conftest import emptied, running_api
 
 TOKEN = "s3cret-token-for-the-page"
 SCRIPT = "<script>window.pwned = 1</script>"
@@ -83,7 +83,7 @@ def finished(
 
 @pytest.fixture
 def client(redis_url: str, redis_client: redis.Redis) -> Iterator[httpx.Client]:
-    redis_client.flushdb()
+    emptied(redis_client)
     with (
         running_api(redis_url, PROCTOR_API_TOKENS=TOKEN) as url,
         httpx.Client(base_url=url, follow_redirects=False, timeout=30) as c,

@@ -20,6 +20,7 @@ from proctor.models import (
     Verdict,
 )
 from service.catalog import Catalog, EpisodeFilter, InvalidFilter
+from tests.conftest import emptied
 
 REQUEST = {"task": {"tests": {"files": {"test_x.py": "def test_x(): pass"}}}, "solution": {}}
 
@@ -57,7 +58,7 @@ def ended(
 
 @pytest.fixture
 def store(redis_client: redis.Redis) -> EpisodeStore:
-    redis_client.flushdb()
+    emptied(redis_client)
     return EpisodeStore(redis_client)
 
 

@@ -12,6 +12,7 @@ from core.store import EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeExport, EpisodeStatus, Verdict
 from service import export
 from service.catalog import InvalidFilter
+from tests.conftest import emptied
 
 REQUEST = {"task": {"tests": {"files": {"test_x.py": "def test_x(): pass"}}}, "solution": {}}
 TTL_S = 3600
@@ -32,7 +33,7 @@ def ended(store: EpisodeStore, verdict: Verdict, n: int) -> str:
 
 @pytest.fixture
 def stored(redis_client: redis.Redis) -> dict[str, Verdict]:
-    redis_client.flushdb()
+    emptied(redis_client)
     store = EpisodeStore(redis_client, result_ttl_s=TTL_S)
     verdicts = [Verdict.passed, Verdict.failed, Verdict.cheat]
     return {ended(store, verdicts[i % 3], i): verdicts[i % 3] for i in range(25)}
