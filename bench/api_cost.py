@@ -5,8 +5,8 @@ sized result), so what is measured is the API process and Redis alone, repeatabl
     python bench/api_cost.py [--episodes 200] [--rounds 3] [--profile]
 
 The stack: a redis-server of this run's own, `proctor serve` (one API process). Each round
-sends one `POST /v1/episodes/batch` and a `GET /v1/episodes/{id}?wait=` per id (what the
-SDK's trainers do), while the stand-in ends the episodes. Reported per episode: the API
+sends one `POST /v1/episodes/batch` and a `POST /v1/episodes/results?wait=` for all of it
+(what the SDK's trainers do), while the stand-in ends the episodes. Reported per episode: the API
 process's CPU (utime + stime, /proc), Redis's CPU, and the commands and bytes Redis served
 on behalf of the API (the stand-in's own writes are counted apart, by a client of its own
 that `INFO commandstats` cannot tell from the API's: so read `commands` from

@@ -12,7 +12,7 @@ time (/proc/PID/stat) of the API process, the redis-server and each worker group
   - idle:         nothing submitted: what the stack costs Redis per second by itself
                   (heartbeats, janitors, RQ), subtracted from the phases below
   - single:       N HumanEval one-shot episodes, POST /v1/episodes?wait= (4 in flight)
-  - batch:        N more in one POST /v1/episodes/batch, then GET ?wait= on each
+  - batch:        N more in one POST /v1/episodes/batch, then POST /v1/episodes/results?wait=
   - interactive:  E episodes with no action, then E with A actions each (create, act,
                   finish): per episode and, from the difference, per action
   - scale-out:    a batch of sleeping episodes (each test sleeps 4 s: capacity-bound) and
@@ -343,21 +343,22 @@ async def single(url: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 async def batch(url: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One batch request, then a long-poll on each id (what the SDK's trainers do)."""
-    limits = httpx.Limits(max_connections=len(bodies) + 2)
-    async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
+    """One batch request, then one request held until all of it ended (what the SDK's
+    trainers do: `proctor.integrations.codetasks.run_episodes`)."""
+    async with httpx.AsyncClient(base_url=url, timeout=600) as client:
         sent = time.monotonic()
         created = await client.post("/v1/episodes/batch", json={"episodes": bodies})
         created.raise_for_status()
-
-        async def wait(episode_id: str) -> dict[str, Any]:
-            while True:
-                response = await client.get(f"/v1/episodes/{episode_id}", params={"wait": 120})
-                record = response.json()
-                if record["status"] in ("completed", "failed", "cancelled"):
-                    return {**record, "latency_s": time.monotonic() - sent}
-
-        return list(await asyncio.gather(*(wait(i) for i in created.json()["ids"])))
+        ids = created.json()["ids"]
+        ended: dict[str, dict[str, Any]] = {}
+        while pending := [i for i in dict.fromkeys(ids) if i not in ended]:
+            answer = await client.post(
+                "/v1/episodes/results", params={"wait": 120}, json={"ids": pending}
+            )
+            answer.raise_for_status()
+            latency = time.monotonic() - sent
+            ended.update({r["id"]: {**r, "latency_s": latency} for r in answer.json()["results"]})
+        return [ended[i] for i in ids]
 
 
 def interactive(url: str, episodes: int, actions: int) -> list[dict[str, Any]]:

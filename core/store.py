@@ -1179,6 +1179,19 @@ async def read_outcome(client: aioredis.Redis, episode_id: str) -> tuple[Episode
     return (EpisodeStatus(_text(status)) if status else None), result
 
 
+async def read_outcomes(
+    client: aioredis.Redis, episode_ids: Sequence[str]
+) -> list[tuple[EpisodeStatus | None, Any]]:
+    """`read_outcome` of many episodes in one round trip, in order."""
+    pipe = client.pipeline(transaction=False)
+    for episode_id in episode_ids:
+        pipe.hmget(keys.episode(episode_id), [RecordField.status, RecordField.result])
+    return [
+        ((EpisodeStatus(_text(status)) if status else None), result)
+        for status, result in await pipe.execute()
+    ]
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else value
 

@@ -27,6 +27,7 @@ from proctor.models import (
     EpisodePage,
     EpisodeRegrade,
     EpisodeResult,
+    EpisodeResults,
     ScreenItem,
     ScreenRequest,
     ScreenVerdict,
@@ -132,6 +133,14 @@ class Client:
         params = {"wait": wait_s} if wait_s else None
         return EpisodeResult.model_validate(
             self._request("GET", f"/v1/episodes/{episode_id}", params=params)
+        )
+
+    def get_many(self, episode_ids: Sequence[str], *, wait_s: float = 0) -> EpisodeResults:
+        """Many at once; with `wait_s`, once all ended (or the wait ran out: see `pending`)."""
+        params = {"wait": wait_s} if wait_s else None
+        body = {"ids": list(episode_ids)}
+        return EpisodeResults.model_validate(
+            self._request("POST", "/v1/episodes/results", json=body, params=params)
         )
 
     def cancel(self, episode_id: str) -> EpisodeResult:
@@ -280,6 +289,13 @@ class AsyncClient:
         params = {"wait": wait_s} if wait_s else None
         return EpisodeResult.model_validate(
             await self._request("GET", f"/v1/episodes/{episode_id}", params=params)
+        )
+
+    async def get_many(self, episode_ids: Sequence[str], *, wait_s: float = 0) -> EpisodeResults:
+        params = {"wait": wait_s} if wait_s else None
+        body = {"ids": list(episode_ids)}
+        return EpisodeResults.model_validate(
+            await self._request("POST", "/v1/episodes/results", json=body, params=params)
         )
 
     async def cancel(self, episode_id: str) -> EpisodeResult:

@@ -35,6 +35,7 @@ __all__ = [
     "EpisodePage",
     "EpisodeRegrade",
     "EpisodeResult",
+    "EpisodeResults",
     "EpisodeStatus",
     "Evidence",
     "EvidenceSource",
@@ -623,6 +624,16 @@ class EpisodeCreated(_Result):
     id: str
     status: EpisodeStatus
     observation: Observation | None = None
+
+
+class EpisodeResults(_Result):
+    """Many episodes read at once (`POST /v1/episodes/results`): the results of those that
+    ended, in the order asked; the ids of those still running and of those unknown (or
+    whose result expired)."""
+
+    results: list[EpisodeResult]
+    pending: list[str]
+    unknown: list[str]
 
 
 class ScreenVerdict(_Result):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from anyio import to_thread
@@ -120,6 +121,93 @@ async def wait_for_end(
     return await to_thread.run_sync(resources.store.get, episode_id)
 
 
+@dataclass(frozen=True, slots=True)
+class Outcomes:
+    """Many episodes at once: the results of those that ended (their stored JSON, in the
+    order asked), and the ids of those still running and of those with no record."""
+
+    ended: list[bytes]
+    pending: list[str]
+    unknown: list[str]
+
+
+async def wait_for_many(
+    resources: Resources, episode_ids: Sequence[str], timeout_s: float
+) -> Outcomes:
+    """Until every episode ended (or has no record), or the time is up. As `wait_for_status`
+    for each, never polling; an event re-reads only its episode, in one round trip with the
+    others woken at the same moment."""
+    events = resources.events
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    if timeout_s > 0:
+        await events.ready(timeout_s)
+    asked = list(dict.fromkeys(episode_ids))
+    ended: dict[str, bytes] = {}
+    unknown: set[str] = set()
+    woken: asyncio.Queue[str] = asyncio.Queue()
+    watching: dict[str, asyncio.Future[None]] = {}
+
+    def watch(episode_id: str) -> None:
+        future = events.register(episode_id)
+        future.add_done_callback(lambda _: woken.put_nowait(episode_id))
+        watching[episode_id] = future
+
+    def unwatch(episode_id: str) -> None:
+        events.unregister(episode_id, watching.pop(episode_id))
+
+    to_read = asked
+    try:
+        while True:
+            for episode_id in to_read:
+                watch(episode_id)  # before the read, so no event is missed in between
+            outcomes = await events.outcomes(to_read)
+            for episode_id, (status, result) in zip(to_read, outcomes, strict=True):
+                if status is not None and status.terminal and not result:
+                    result = await _public_json(resources, episode_id)  # None: it expired
+                    status = status if result else None
+                if status is None:
+                    unknown.add(episode_id)
+                elif status.terminal:
+                    ended[episode_id] = result
+                else:
+                    continue
+                unwatch(episode_id)
+            remaining = deadline - loop.time()
+            if not watching or remaining <= 0:
+                break
+            try:
+                first = await asyncio.wait_for(woken.get(), remaining)
+            except TimeoutError:
+                break
+            to_read = list(dict.fromkeys([first, *_drain(woken)]))
+            for episode_id in to_read:
+                if episode_id in watching:
+                    unwatch(episode_id)
+            to_read = [i for i in to_read if i not in ended and i not in unknown]
+    finally:
+        for episode_id in list(watching):
+            unwatch(episode_id)
+    return Outcomes(
+        ended=[ended[i] for i in asked if i in ended],
+        pending=[i for i in asked if i not in ended and i not in unknown],
+        unknown=[i for i in asked if i in unknown],
+    )
+
+
+def _drain(queue: asyncio.Queue[str]) -> list[str]:
+    out = []
+    while not queue.empty():
+        out.append(queue.get_nowait())
+    return out
+
+
+async def _public_json(resources: Resources, episode_id: str) -> bytes | None:
+    """An ended episode without a stored result, as GET shows it (None: no record now)."""
+    public = await to_thread.run_sync(resources.store.public, episode_id)
+    return public.model_dump_json().encode() if public is not None else None
+
+
 async def wait_for_public(
     resources: Resources, episode_id: str, timeout_s: float
 ) -> EpisodeResult | None:
@@ -201,6 +289,15 @@ async def get(resources: Resources, episode_id: str, *, wait_s: float = 0) -> Ep
     if public is None:
         raise NotFound(f"no episode {episode_id!r} (unknown, or its result expired)")
     return public
+
+
+async def get_many(
+    resources: Resources, episode_ids: Sequence[str], *, wait_s: float = 0
+) -> Outcomes:
+    """Many episodes as they stand, or once all ended if that is within `wait_s`."""
+    if len(episode_ids) > resources.settings.max_batch:
+        raise BadRequest(f"at most {resources.settings.max_batch} episodes per request")
+    return await wait_for_many(resources, episode_ids, min(wait_s, resources.settings.max_wait_s))
 
 
 def cancel(resources: Resources, episode_id: str) -> EpisodeResult:

@@ -13,13 +13,14 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
 
 from core import keys
 from core.defaults import EVENTS_RECONNECT_S, STATUS_READS_IN_FLIGHT
-from core.store import read_outcome
+from core.store import read_outcome, read_outcomes
 from proctor.models import EpisodeStatus
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,11 @@ class EpisodeEvents:
         what a registered waiter checks."""
         async with self._reads:
             return await read_outcome(self._redis, episode_id)
+
+    async def outcomes(self, episode_ids: Sequence[str]) -> list[tuple[EpisodeStatus | None, Any]]:
+        """`outcome` of many episodes, in one round trip."""
+        async with self._reads:
+            return await read_outcomes(self._redis, episode_ids)
 
     def register(self, episode_id: str) -> asyncio.Future[None]:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -36,6 +36,7 @@ from proctor.client import ApiError, AsyncClient, Client, Overloaded, ProctorErr
 from proctor.models import (
     EpisodeCreate,
     EpisodeResult,
+    EpisodeResults,
     Limits,
     Scoring,
     Solution,
@@ -339,13 +340,14 @@ def timed_out(result: EpisodeResult) -> bool:
 
 # ---------------------------------------------------------------------------- running many
 
+T = TypeVar("T")
+
 MAX_BATCH = 500  # episodes per create request, under the service's default bound of 1000
 MAX_WAIT_S = 300.0  # the longest server-side wait the API grants one request
-MAX_WAITING = 64  # requests held open at once while waiting for results
 
 
-def _chunks(episodes: Sequence[EpisodeCreate]) -> list[Sequence[EpisodeCreate]]:
-    return [episodes[i : i + MAX_BATCH] for i in range(0, len(episodes), MAX_BATCH)]
+def _chunks(items: Sequence[T]) -> list[Sequence[T]]:
+    return [items[i : i + MAX_BATCH] for i in range(0, len(items), MAX_BATCH)]
 
 
 def _late(episode_id: str, timeout_s: float) -> Unavailable:
@@ -355,29 +357,41 @@ def _late(episode_id: str, timeout_s: float) -> Unavailable:
 def run_episodes(
     client: Client, episodes: Sequence[EpisodeCreate], *, timeout_s: float
 ) -> list[Outcome]:
-    """Submit in batches, then wait for each result; a failure is an error in its slot."""
+    """Submit in batches, then wait for the results a batch at a time (one request holds
+    until a whole batch ended); a failure is an error in its slot."""
     deadline = time.monotonic() + timeout_s
     submitted: list[str | ProctorError] = []
     for chunk in _chunks(episodes):
         submitted += _submit(client, chunk, deadline)
-    outcomes: list[Outcome] = []
-    for item in submitted:
-        if isinstance(item, ProctorError):
-            outcomes.append(item)
-            continue
-        try:
-            while True:
-                remaining = deadline - time.monotonic()
-                result = client.get(item, wait_s=min(max(remaining, 0.1), MAX_WAIT_S))
-                if result.status.terminal:
-                    outcomes.append(result)
-                    break
-                if remaining <= 0:
-                    outcomes.append(_late(item, timeout_s))
-                    break
-        except ProctorError as exc:
-            outcomes.append(exc)
-    return outcomes
+    found: dict[str, Outcome] = {}
+    while pending := _pending(submitted, found):
+        remaining = deadline - time.monotonic()
+        for ids in _chunks(pending):
+            try:
+                answer = client.get_many(ids, wait_s=_wait_s(deadline - time.monotonic()))
+            except ProctorError as exc:
+                found.update(dict.fromkeys(ids, exc))
+                continue
+            _settle(answer, found)
+        if remaining <= 0:
+            found.update({i: _late(i, timeout_s) for i in _pending(submitted, found)})
+    return [found[item] if isinstance(item, str) else item for item in submitted]
+
+
+def _pending(submitted: Sequence[str | ProctorError], found: Mapping[str, Outcome]) -> list[str]:
+    return list(dict.fromkeys(i for i in submitted if isinstance(i, str) and i not in found))
+
+
+def _wait_s(remaining: float) -> float:
+    return min(max(remaining, 0.1), MAX_WAIT_S)
+
+
+def _settle(answer: EpisodeResults, found: dict[str, Outcome]) -> None:
+    for result in answer.results:
+        found[result.id] = result
+    for episode_id in answer.unknown:
+        detail = f"no episode {episode_id!r} (unknown, or its result expired)"
+        found[episode_id] = ApiError(404, {"detail": detail})
 
 
 def _submit(
@@ -403,30 +417,28 @@ def _submit(
 async def run_episodes_async(
     client: AsyncClient, episodes: Sequence[EpisodeCreate], *, timeout_s: float
 ) -> list[Outcome]:
-    """`run_episodes` for an event loop: the waits for results run concurrently."""
+    """`run_episodes` for an event loop: the batches' waits run concurrently."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     submitted: list[str | ProctorError] = []
     for chunk in _chunks(episodes):
         submitted += await _submit_async(client, chunk, deadline)
-    gate = asyncio.Semaphore(MAX_WAITING)
+    found: dict[str, Outcome] = {}
 
-    async def wait(item: str | ProctorError) -> Outcome:
-        if isinstance(item, ProctorError):
-            return item
-        async with gate:
-            try:
-                while True:
-                    remaining = deadline - loop.time()
-                    result = await client.get(item, wait_s=min(max(remaining, 0.1), MAX_WAIT_S))
-                    if result.status.terminal:
-                        return result
-                    if remaining <= 0:
-                        return _late(item, timeout_s)
-            except ProctorError as exc:
-                return exc
+    async def wait(chunk: Sequence[str]) -> None:
+        try:
+            answer = await client.get_many(chunk, wait_s=_wait_s(deadline - loop.time()))
+        except ProctorError as exc:
+            found.update(dict.fromkeys(chunk, exc))
+            return
+        _settle(answer, found)
 
-    return list(await asyncio.gather(*(wait(item) for item in submitted)))
+    while pending := _pending(submitted, found):
+        remaining = deadline - loop.time()
+        await asyncio.gather(*(wait(chunk) for chunk in _chunks(pending)))
+        if remaining <= 0:
+            found.update({i: _late(i, timeout_s) for i in _pending(submitted, found)})
+    return [found[item] if isinstance(item, str) else item for item in submitted]
 
 
 async def _submit_async(

@@ -1,14 +1,15 @@
-"""Episodes over HTTP: create (one or a batch), read, wait for, cancel (`service.episodes`)."""
+"""Episodes over HTTP: create and read (one or many), wait for, cancel (`service.episodes`)."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 from fastapi import APIRouter, Query, status
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from proctor.models import EpisodeCreate, EpisodeCreated, EpisodeResult
+from proctor.models import EpisodeCreate, EpisodeCreated, EpisodeResult, EpisodeResults
 from service import episodes
 from service.deps import Authenticated, ResourcesDep
 from service.errors import error_responses
@@ -22,6 +23,10 @@ class EpisodeBatchCreate(BaseModel):
 
 class EpisodeBatchCreated(BaseModel):
     ids: list[str]
+
+
+class EpisodeIds(BaseModel):
+    ids: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(min_length=1)
 
 
 WaitSeconds = Annotated[
@@ -77,6 +82,40 @@ async def create_episodes(
     batch: EpisodeBatchCreate, resources: ResourcesDep
 ) -> EpisodeBatchCreated:
     return EpisodeBatchCreated(ids=await episodes.create_batch(resources, batch.episodes))
+
+
+@router.post(
+    "/results",
+    operation_id="get_episodes",
+    response_model=EpisodeResults,
+    responses={
+        200: {"description": "every episode ended (or is unknown), or `wait` ran out"},
+        **error_responses(400, 401, 413, 422, 503),
+    },
+)
+async def get_episodes(
+    batch: EpisodeIds, resources: ResourcesDep, wait: WaitSeconds = 0
+) -> Response:
+    """Many episodes at once, for a trainer that submitted a batch: with `wait`, held until
+    all of them ended — one request where one `GET` per episode would be hundreds."""
+    outcomes = await episodes.get_many(resources, batch.ids, wait_s=wait)
+    return Response(results_body(outcomes), media_type="application/json")
+
+
+def results_body(outcomes: episodes.Outcomes) -> bytes:
+    """`EpisodeResults` as JSON, the results spliced in as stored: each is an `EpisodeResult`
+    written by our workers, so decoding and encoding it again would only cost time."""
+    return b"".join(
+        (
+            b'{"results":[',
+            b",".join(outcomes.ended),
+            b'],"pending":',
+            json.dumps(outcomes.pending).encode(),
+            b',"unknown":',
+            json.dumps(outcomes.unknown).encode(),
+            b"}",
+        )
+    )
 
 
 @router.get(

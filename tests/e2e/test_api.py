@@ -93,6 +93,29 @@ def test_batch_creates_all_in_order(http: httpx.Client) -> None:
     assert rewards == [1.0, 0.0, 1.0]
 
 
+def test_results_of_a_batch_come_in_one_request_once_all_ended(http: httpx.Client) -> None:
+    good, bad = ADD, "def add(a, b):\n    return 1\n"
+    ids = http.post(
+        "/v1/episodes/batch", json={"episodes": [episode(good), episode(bad), episode(good)]}
+    ).json()["ids"]
+    asked = [*ids, "ep_unknown", ids[0]]  # an id twice is answered once
+    response = http.post("/v1/episodes/results", params={"wait": 60}, json={"ids": asked})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert [r["id"] for r in answer["results"]] == list(dict.fromkeys(ids))
+    assert [r["reward"] for r in answer["results"]][:2] == [1.0, 0.0]
+    assert answer["pending"] == [] and answer["unknown"] == ["ep_unknown"]
+    # each result is what GET shows
+    assert answer["results"][1] == http.get(f"/v1/episodes/{ids[1]}").json()
+
+
+@pytest.mark.parametrize(
+    "body", [{"ids": []}, {"ids": [""]}, {"ids": "ep_1"}, {"ids": ["x" * 200]}, {}]
+)
+def test_results_of_no_ids_or_bad_ids_are_refused(http: httpx.Client, body: Any) -> None:
+    assert http.post("/v1/episodes/results", json=body).status_code == 422
+
+
 def test_batch_with_one_bad_episode_queues_nothing(http: httpx.Client, redis_url: str) -> None:
     before = queued(redis_url)
     bad = {**episode(ADD), "task": {**episode(ADD)["task"], "image": "cobol"}}
@@ -230,6 +253,22 @@ def test_max_wait_caps_get_as_it_caps_post(api_without_workers: tuple[str, str])
     response = httpx.get(f"{url}/v1/episodes/{episode_id}", params={"wait": 20}, timeout=30)
     assert time.monotonic() - started < 5
     assert response.status_code == 200 and response.json()["status"] == "queued"
+
+
+def test_max_wait_caps_results_and_what_runs_is_pending(
+    api_without_workers: tuple[str, str],
+) -> None:
+    url, _ = api_without_workers
+    episode_id = httpx.post(f"{url}/v1/episodes", json=episode(ADD)).json()["id"]
+    started = time.monotonic()
+    response = httpx.post(
+        f"{url}/v1/episodes/results", params={"wait": 20}, json={"ids": [episode_id]}, timeout=30
+    )
+    assert time.monotonic() - started < 5
+    assert response.json() == {"results": [], "pending": [episode_id], "unknown": []}
+    too_many = {"ids": [f"ep_{i}" for i in range(1001)]}  # the default PROCTOR_MAX_BATCH: 1000
+    refused = httpx.post(f"{url}/v1/episodes/results", json=too_many)
+    assert refused.status_code == 422 and "at most 1000" in refused.json()["error"]["message"]
 
 
 def test_an_image_no_live_worker_can_run_is_refused_and_turns_readyz_red(

@@ -17,6 +17,7 @@ import pytest
 from proctor.models import (
     EpisodeCreate,
     EpisodeResult,
+    EpisodeResults,
     EpisodeStatus,
     Observation,
     StepResult,
@@ -33,6 +34,8 @@ class FakeProctor:
         self.actions: list[dict[str, Any]] = []
         self.refuse_images: set[str] = set()
         self.overloaded_times = 0
+        self.running_rounds = 0  # results requests answered "still running"
+        self.expired: set[str] = set()  # episodes whose result is gone
         self.transport = httpx.MockTransport(self.handle)
 
     def handle(self, request: httpx.Request) -> httpx.Response:
@@ -49,6 +52,17 @@ class FakeProctor:
             if any(e.task.image in self.refuse_images for e in episodes):
                 return httpx.Response(422, json={"error": {"message": "unknown image"}})
             return httpx.Response(202, json={"ids": [self._add(e) for e in episodes]})
+        if request.method == "POST" and path == "/v1/episodes/results":
+            ids = body["ids"]
+            known = [i for i in ids if i in self.episodes and i not in self.expired]
+            running = self.running_rounds > 0
+            self.running_rounds -= 1
+            answer = EpisodeResults(
+                results=[] if running else [self.result(i) for i in known],
+                pending=known if running else [],
+                unknown=[i for i in ids if i not in known],
+            )
+            return httpx.Response(200, json=answer.model_dump(mode="json"))
         if request.method == "POST" and path == "/v1/episodes":
             episode_id = self._add(EpisodeCreate.model_validate(body))
             return httpx.Response(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from proctor.client import Client, Unavailable
+from proctor.client import ApiError, AsyncClient, Client, Unavailable
 from proctor.integrations.codetasks import (
     CASES_FILE,
     SOLUTION_PATH,
@@ -29,7 +29,7 @@ from proctor.integrations.codetasks import (
     run_episodes,
     run_episodes_async,
 )
-from proctor.models import EpisodeCreate, Scoring, TestOutcome, Verdict
+from proctor.models import EpisodeCreate, EpisodeResult, Scoring, TestOutcome, Verdict
 from tests.unit.integrations.conftest import FakeProctor
 from tests.unit.test_scoring import sealed
 from workers.evaluation.scoring import Score, TestRun, score
@@ -277,7 +277,7 @@ def test_the_solution_cannot_read_the_expected_outputs(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------ running many
 
 
-def test_run_episodes_submits_one_batch_and_reads_each_result(fake: FakeProctor) -> None:
+def test_run_episodes_submits_one_batch_and_reads_the_results_at_once(fake: FakeProctor) -> None:
     episodes = [
         episode_for({"inputs": ["1"], "outputs": ["1"]}, text)
         for text in ("RIGHT", "WRONG", "INFRA")
@@ -285,7 +285,33 @@ def test_run_episodes_submits_one_batch_and_reads_each_result(fake: FakeProctor)
     with Client("http://proctor", transport=fake.transport) as client:
         results = run_episodes(client, episodes, timeout_s=10)
     assert [getattr(r, "reward", "err") for r in results] == [1.0, 0.0, None]
-    assert [m for m, p in fake.requests if p == "/v1/episodes/batch"] == ["POST"]
+    assert [p for m, p in fake.requests] == ["/v1/episodes/batch", "/v1/episodes/results"]
+
+
+def test_episodes_still_running_are_asked_for_again(fake: FakeProctor) -> None:
+    fake.running_rounds = 2
+    episodes = [episode_for({"inputs": ["1"], "outputs": ["1"]}, t) for t in ("RIGHT", "WRONG")]
+    with Client("http://proctor", transport=fake.transport) as client:
+        results = run_episodes(client, episodes, timeout_s=10)
+    assert [getattr(r, "reward", "err") for r in results] == [1.0, 0.0]
+    assert [p for _, p in fake.requests].count("/v1/episodes/results") == 3
+
+
+async def test_an_expired_episode_is_an_error_in_its_slot_only(fake: FakeProctor) -> None:
+    fake.expired = {"ep_1"}
+    episodes = [episode_for({"inputs": ["1"], "outputs": ["1"]}, t) for t in ("RIGHT", "RIGHT")]
+    async with AsyncClient("http://proctor", transport=fake.transport) as client:
+        results = await run_episodes_async(client, episodes, timeout_s=10)
+    assert isinstance(results[0], EpisodeResult) and results[0].reward == 1.0
+    assert isinstance(results[1], ApiError) and results[1].status == 404
+
+
+def test_past_the_deadline_what_still_runs_is_late(fake: FakeProctor) -> None:
+    fake.running_rounds = 1_000_000
+    episodes = [episode_for({"inputs": ["1"], "outputs": ["1"]}, "RIGHT")]
+    with Client("http://proctor", transport=fake.transport) as client:
+        (result,) = run_episodes(client, episodes, timeout_s=0.2)
+    assert isinstance(result, Unavailable) and "did not finish" in str(result)
 
 
 def test_a_refused_task_fails_alone(fake: FakeProctor) -> None:

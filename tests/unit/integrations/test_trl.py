@@ -60,7 +60,12 @@ async def test_a_batch_is_fanned_out_at_once_and_failures_are_none(fake: FakePro
         log_metric=logs.log_metric,
     )
     assert rewards == [1.0, 0.0, None, None]
-    assert [p for m, p in fake.requests if m == "POST"] == ["/v1/episodes/batch"]
+    # one request creates the batch, one waits for all of it
+    assert [p for m, p in fake.requests if m == "POST"] == [
+        "/v1/episodes/batch",
+        "/v1/episodes/results",
+    ]
+    assert not [p for m, p in fake.requests if m == "GET"]
     assert logs.extra["proctor_verdict"] == ["passed", "failed", "infra_error", ""]
     assert logs.metrics["proctor/dropped"] == 0.5
     assert reward.__name__ == "code"

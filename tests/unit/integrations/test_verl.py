@@ -94,7 +94,12 @@ def test_the_batch_manager_submits_the_batch_in_one_request(fake: FakeProctor) -
         **reward_kwargs(fake),
     )
     assert [r["score"] for r in rows] == [1.0, 1.0, 1.0]
-    assert [p for m, p in fake.requests if m == "POST"] == ["/v1/episodes/batch"]
+    # one request creates the batch, one waits for all of it
+    assert [p for m, p in fake.requests if m == "POST"] == [
+        "/v1/episodes/batch",
+        "/v1/episodes/results",
+    ]
+    assert not [p for m, p in fake.requests if m == "GET"]
 
 
 def test_the_prime_manager_gets_a_number_from_a_positional_call(fake: FakeProctor) -> None:
