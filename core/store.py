@@ -16,9 +16,11 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
     active                zset: non-terminal episode ids by creation time     ACTIVE
     queued                zset: episode ids not started yet, by creation time: QUEUED
                           what the queue bound counts (written with the record)
-    pace                  hash: busy (s, a moving average of a worker's time   PACE
-                          on a one-shot episode): what the wait bound
-                          estimates a newcomer's wait from
+    pace                  hash: gap (s, a moving average of the time between  PACE
+                          two ends while episodes wait: the drain rate), busy
+                          (s, of a worker's time on a one-shot episode), the
+                          last end's time and whether episodes waited then:
+                          what the wait bound estimates a newcomer's wait from
     dedup:{sha256}        string: the episode of an identical one-shot request dedup()
                           (expires after PROCTOR_DEDUP_TTL_S)
     events                pub/sub: an episode id when it ends, and when an     EVENTS
@@ -109,6 +111,9 @@ TERMINAL = tuple(s.value for s in EpisodeStatus if s.terminal)
 UNSHAREABLE = (EpisodeStatus.failed.value, EpisodeStatus.cancelled.value)
 # the weight of the newest episode in the pace (`_FINISH`): a memory of ~10 episodes
 PACE_WEIGHT = 0.2
+# … and of the newest gap between two ends: a memory of ~40 ends (one gap is noisy: with
+# many workers, ends come at random moments)
+GAP_WEIGHT = 0.05
 
 
 class RecordField(StrEnum):
@@ -160,6 +165,7 @@ _LUA_STATUSES = (
 _FINISH = (
     _LUA_STATUSES
     + f"local PACE_WEIGHT = {PACE_WEIGHT}\n"
+    + f"local GAP_WEIGHT = {GAP_WEIGHT}\n"
     + """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
@@ -177,6 +183,19 @@ if ARGV[6] ~= '' and ARGV[7] ~= '' and redis.call('HGET', KEYS[1], 'mode') ~= IN
   mean = mean and mean + (busy - mean) * PACE_WEIGHT or busy
   redis.call('HSET', KEYS[10], 'busy', tostring(mean))
 end
+-- the drain rate: the gap between this end and the last, when episodes waited at both
+-- (so no worker idled in between); Redis's clock, one for every host
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1e6
+local waiting = redis.call('ZCARD', KEYS[9]) > 0 and 1 or 0
+local last = redis.call('HMGET', KEYS[10], 'last', 'waiting', 'gap')
+if waiting == 1 and last[2] == '1' then
+  local gap = math.max(now - tonumber(last[1]), 0)
+  local mean = tonumber(last[3])
+  mean = mean and mean + (gap - mean) * GAP_WEIGHT or gap
+  redis.call('HSET', KEYS[10], 'gap', tostring(mean))
+end
+redis.call('HSET', KEYS[10], 'last', tostring(now), 'waiting', waiting)
 local buckets = cjson.decode(ARGV[11])
 for i = 1, 4 do
   local v = ARGV[5 + i]
@@ -245,10 +264,11 @@ return 1
 # Dedup, the queue bounds and the records of a whole batch in one step, so that concurrent
 # submissions can neither run identical requests twice nor overshoot a bound. Two bounds:
 # the queue's depth, and (when set) the wait of the batch's last episode: what is queued
-# times a worker's mean time on an episode (the pace, `_FINISH`) over the live workers
-# (Little's law). Until an episode has ended the pace is unknown and only the depth bound
-# holds. With nothing queued a batch passes the wait bound, so one larger than it still
-# gets in.
+# times the mean gap between two ends while episodes waited (the drain rate, `_FINISH`;
+# Little's law). Until episodes have waited, a worker's mean time on an episode over the
+# live workers stands in (it misses what a worker spends between episodes); until an
+# episode has ended only the depth bound holds. With nothing queued a batch passes the
+# wait bound, so one larger than it still gets in.
 # KEYS: active, queued, pace, workers. ARGV: depth bound, wait bound (s, 0: none), dedup
 # ttl, episode key prefix, live since (the heartbeat cutoff), then 6 per request: fresh
 # id, dedup key ('' when not shareable), created, record ttl, request json, mode.
@@ -288,11 +308,16 @@ local depth = redis.call('ZCARD', KEYS[2])
 if fresh > 0 then
   if depth + fresh > tonumber(ARGV[1]) then return {0, depth, -1} end
   local most = tonumber(ARGV[2])
-  local busy = most > 0 and depth > 0 and tonumber(redis.call('HGET', KEYS[3], 'busy'))
-  if busy then
-    local workers = math.max(redis.call('ZCOUNT', KEYS[4], ARGV[5], '+inf'), 1)
-    local wait = (depth + fresh) * busy / workers
-    if wait > most then return {0, depth, math.floor(wait * 1000)} end
+  if most > 0 and depth > 0 then
+    local pace = redis.call('HMGET', KEYS[3], 'gap', 'busy')
+    local gap, busy = tonumber(pace[1]), tonumber(pace[2])
+    local wait = nil
+    if gap then
+      wait = (depth + fresh) * gap
+    elseif busy then
+      wait = (depth + fresh) * busy / math.max(redis.call('ZCOUNT', KEYS[4], ARGV[5], '+inf'), 1)
+    end
+    if wait and wait > most then return {0, depth, math.floor(wait * 1000)} end
   end
 end
 for i = 1, n do

@@ -9,7 +9,14 @@ import pytest
 import redis
 
 from core import keys
-from core.store import PACE_WEIGHT, Admission, EpisodeStore, MissingSandbox, SandboxState
+from core.store import (
+    GAP_WEIGHT,
+    PACE_WEIGHT,
+    Admission,
+    EpisodeStore,
+    MissingSandbox,
+    SandboxState,
+)
 from proctor.models import (
     EpisodeCreate,
     EpisodeMode,
@@ -133,6 +140,50 @@ def test_the_pace_is_a_workers_mean_time_on_a_oneshot_episode(
     # an interactive episode's life is mostly its agent's thinking, not a worker's time
     ended(fresh_queue, EpisodeMode.interactive, queued_s=0.0, total_s=600.0)
     assert busy(redis_client) == measured
+
+
+def pace(redis_client: redis.Redis, field: str) -> float | None:
+    raw = redis_client.hget(keys.PACE, field)
+    return float(raw) if raw is not None else None
+
+
+@pytest.mark.redis
+def test_the_drain_rate_is_the_gap_between_ends_while_episodes_wait(
+    redis_client: redis.Redis, fresh_queue: EpisodeStore
+) -> None:
+    waiting = [created(fresh_queue) for _ in range(3)]  # they stay queued throughout
+    ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
+    assert pace(redis_client, "gap") is None  # one end: no gap yet
+    time.sleep(0.2)
+    ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
+    first = pace(redis_client, "gap")
+    assert first is not None and 0.2 <= first < 1.0
+    time.sleep(0.1)
+    ended(fresh_queue, EpisodeMode.interactive, queued_s=0.0, total_s=60.0)  # any end drains
+    assert pace(redis_client, "gap") == pytest.approx(first + (0.1 - first) * GAP_WEIGHT, abs=0.02)
+    # with nothing waiting, workers may idle: a gap then says nothing of the drain rate
+    redis_client.delete(keys.QUEUED)
+    measured = pace(redis_client, "gap")
+    ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
+    time.sleep(0.3)
+    redis_client.zadd(keys.QUEUED, {waiting[0]: time.time()})
+    ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)  # the last end: idle
+    assert pace(redis_client, "gap") == measured
+
+
+@pytest.mark.redis
+def test_the_wait_bound_counts_the_drain_rate_once_measured(
+    redis_client: redis.Redis, fresh_queue: EpisodeStore
+) -> None:
+    redis_client.zadd(keys.WORKERS, {"w1": time.time()})
+    redis_client.hset(keys.PACE, mapping={"busy": "0.01", "gap": "0.1"})  # 10 ends a second
+    assert not fresh_queue.create(
+        [REQUEST] * 10, dedup_keys=[None] * 10, max_queued=1000, max_wait_s=5, dedup_ttl_s=60
+    ).refused
+    refused = fresh_queue.create(
+        [REQUEST], dedup_keys=[None], max_queued=1000, max_wait_s=1.05, dedup_ttl_s=60
+    )
+    assert refused.refused and refused.wait_s == pytest.approx(1.1)  # not 11 * 0.01
 
 
 @pytest.mark.redis
