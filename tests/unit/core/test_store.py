@@ -160,7 +160,9 @@ def test_the_drain_rate_is_the_gap_between_ends_while_episodes_wait(
     assert first is not None and 0.2 <= first < 1.0
     time.sleep(0.1)
     ended(fresh_queue, EpisodeMode.interactive, queued_s=0.0, total_s=60.0)  # any end drains
-    assert pace(redis_client, "gap") == pytest.approx(first + (0.1 - first) * GAP_WEIGHT, abs=0.02)
+    gap = pace(redis_client, "gap")  # moved by GAP_WEIGHT toward this gap (0.1 s and a bit)
+    assert gap is not None
+    assert first + (0.1 - first) * GAP_WEIGHT <= gap <= first + (1.0 - first) * GAP_WEIGHT
     # with nothing waiting, workers may idle: a gap then says nothing of the drain rate
     redis_client.delete(keys.QUEUED)
     measured = pace(redis_client, "gap")
