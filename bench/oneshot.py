@@ -213,16 +213,13 @@ def batch_cpu(url: str, episodes: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def wait_for_all(client: httpx.Client, ids: list[str]) -> list[dict[str, Any]]:
-    """The results of a batch, as the SDK's trainers wait for them: one request held until
-    all ended (asked again for what is still running when a wait runs out)."""
-    results: list[dict[str, Any]] = []
+def wait_for_all(client: httpx.Client, ids: list[str]) -> None:
+    """Until a batch ended, as the SDK's trainers wait for it: one request held until all
+    ended (asked again for what is still running when a wait runs out)."""
     while ids:
         answer = client.post("/v1/episodes/results", params={"wait": 300}, json={"ids": ids})
         answer.raise_for_status()
-        results += answer.json()["results"]
         ids = answer.json()["pending"]
-    return results
 
 
 def resident_memory() -> dict[str, float]:

@@ -1194,14 +1194,14 @@ class ReplyWaiter:
         await self.redis.aclose()
 
 
+OUTCOME_FIELDS = [RecordField.status, RecordField.result]  # what a wait reads
+
+
 async def read_outcome(client: aioredis.Redis, episode_id: str) -> tuple[EpisodeStatus | None, Any]:
     """An episode's status and its result's JSON (None until it ended) over an async client:
     what the API's waits check at each wake-up, without a thread or the whole record.
     The status is None when there is no record."""
-    status, result = await client.hmget(
-        keys.episode(episode_id), [RecordField.status, RecordField.result]
-    )
-    return (EpisodeStatus(_text(status)) if status else None), result
+    return _outcome(await client.hmget(keys.episode(episode_id), OUTCOME_FIELDS))
 
 
 async def read_outcomes(
@@ -1210,11 +1210,13 @@ async def read_outcomes(
     """`read_outcome` of many episodes in one round trip, in order."""
     pipe = client.pipeline(transaction=False)
     for episode_id in episode_ids:
-        pipe.hmget(keys.episode(episode_id), [RecordField.status, RecordField.result])
-    return [
-        ((EpisodeStatus(_text(status)) if status else None), result)
-        for status, result in await pipe.execute()
-    ]
+        pipe.hmget(keys.episode(episode_id), OUTCOME_FIELDS)
+    return [_outcome(raw) for raw in await pipe.execute()]
+
+
+def _outcome(raw: list[Any]) -> tuple[EpisodeStatus | None, Any]:
+    status, result = raw
+    return (EpisodeStatus(_text(status)) if status else None), result
 
 
 def _text(value: Any) -> str:
