@@ -272,9 +272,9 @@ return 1
 # KEYS: active, queued, pace, workers. ARGV: depth bound, wait bound (s, 0: none), dedup
 # ttl, episode key prefix, live since (the heartbeat cutoff), then 6 per request: fresh
 # id, dedup key ('' when not shareable), created, record ttl, request json, mode.
-# → {0, depth, wait ms} when a bound refuses the batch (nothing written; wait -1: the depth
-#   bound), else {1, depth, id1, new1, id2, new2, …}: each request's episode, and whether
-#   it is new.
+# → {0, depth, wait ms, reopen ms} when a bound refuses the batch (nothing written; wait -1:
+#   the depth bound; reopen: the drain time until a single new episode would pass), else
+#   {1, depth, id1, new1, id2, new2, …}: each request's episode, and whether it is new.
 _CREATE = (
     _LUA_STATUSES
     + """
@@ -306,18 +306,24 @@ for i = 1, n do
 end
 local depth = redis.call('ZCARD', KEYS[2])
 if fresh > 0 then
-  if depth + fresh > tonumber(ARGV[1]) then return {0, depth, -1} end
-  local most = tonumber(ARGV[2])
-  if most > 0 and depth > 0 then
+  local bound, most = tonumber(ARGV[1]), tonumber(ARGV[2])
+  local full = depth + fresh > bound
+  if full or (most > 0 and depth > 0) then
+    -- the seconds the queue takes to drain by one episode, when known
     local pace = redis.call('HMGET', KEYS[3], 'gap', 'busy')
-    local gap, busy = tonumber(pace[1]), tonumber(pace[2])
-    local wait = nil
-    if gap then
-      wait = (depth + fresh) * gap
-    elseif busy then
-      wait = (depth + fresh) * busy / math.max(redis.call('ZCOUNT', KEYS[4], ARGV[5], '+inf'), 1)
+    local per = tonumber(pace[1])
+    if not per and pace[2] then
+      per = tonumber(pace[2]) / math.max(redis.call('ZCOUNT', KEYS[4], ARGV[5], '+inf'), 1)
     end
-    if wait and wait > most then return {0, depth, math.floor(wait * 1000)} end
+    if full then
+      local reopen = per and (depth + 1 - bound) * per or 0
+      return {0, depth, -1, math.floor(math.max(reopen, 0) * 1000)}
+    end
+    local wait = per and (depth + fresh) * per
+    if wait and wait > most then
+      local reopen = math.max((depth + 1) * per - most, 0)
+      return {0, depth, math.floor(wait * 1000), math.floor(reopen * 1000)}
+    end
   end
 end
 for i = 1, n do
@@ -430,6 +436,7 @@ class Admission:
     depth: int  # episodes queued after the call; at refusal, before it
     refused: bool  # a queue bound was reached: nothing was written
     wait_s: float | None = None  # refused by the wait bound: the wait it estimated
+    reopen_s: float = 0.0  # refused: by the drain rate, when a single new episode would pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -786,6 +793,7 @@ class EpisodeStore:
                 depth=int(reply[1]),
                 refused=True,
                 wait_s=wait_ms / 1000 if wait_ms >= 0 else None,
+                reopen_s=int(reply[3]) / 1000,
             )
         pairs = reply[2:]
         return Admission(
@@ -1090,8 +1098,9 @@ class EpisodeStore:
         report = ImageReport(at=time.time(), images=dict(images))
         self.redis.hset(keys.WORKER_IMAGES, worker, report.encode())
 
-    def unrunnable_images(self, names: Iterable[str], *, ttl_s: float) -> dict[str, str]:
-        """The image names no live worker can run, each with every worker's reason.
+    def unrunnable_images(self, names: Iterable[str], *, ttl_s: float) -> dict[str, str] | None:
+        """The image names no live worker can run, each with every worker's reason; None
+        when no worker is live.
 
         A live worker runs an image when it reports no problem and its image report (if
         it sent one within `ttl_s`) lists the image as runnable; a healthy worker without a
@@ -1100,7 +1109,9 @@ class EpisodeStore:
         """
         wanted = list(dict.fromkeys(names))
         workers = self.live_workers(ttl_s)
-        if not wanted or not workers:
+        if not workers:
+            return None
+        if not wanted:
             return {}
         pipe = self.redis.pipeline(transaction=False)
         pipe.hmget(keys.WORKER_PROBLEMS, workers)

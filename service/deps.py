@@ -16,6 +16,7 @@ from core.config import Settings
 from core.store import EpisodeStore, ReplyWaiter
 from service.errors import Unauthorized
 from service.events import EpisodeEvents
+from service.images import ImageCheck
 from service.queueing import EpisodeQueue
 
 
@@ -28,6 +29,7 @@ class Resources:
     queue: EpisodeQueue
     events: EpisodeEvents
     replies: ReplyWaiter
+    images: ImageCheck
 
 
 # The dependencies are coroutines: FastAPI runs a plain function in its thread pool, a
@@ -62,6 +64,15 @@ def check_token(resources: Resources, credentials: HTTPAuthorizationCredentials 
 
 
 Authenticated = Depends(require_token)
+
+
+async def require_open_queue(resources: ResourcesDep) -> None:
+    """429 before the body is validated while the queue is known to be over its bound
+    (`EpisodeQueue.check_open`): a refusal then costs the API little."""
+    resources.queue.check_open()
+
+
+QueueOpen = Depends(require_open_queue)
 
 
 async def adapter_auth(

@@ -16,7 +16,7 @@ from anyio import to_thread
 
 from anticheat.git.seal import SealRefused, SealUnavailable, seal
 from core import results
-from core.defaults import IMAGE_RETRY_AFTER_S, INLINE_DECODE_BYTES, INTERACTIVE_START_S
+from core.defaults import INLINE_DECODE_BYTES, INTERACTIVE_START_S
 from core.store import EpisodeRecord
 from proctor.models import (
     EpisodeCreate,
@@ -54,25 +54,6 @@ def seal_repository(request: EpisodeCreate) -> EpisodeCreate:
         raise ServiceUnavailable(f"repositories cannot be sealed here: {exc}") from None
     task = request.task.model_copy(update={"repo": sealed})
     return request.model_copy(update={"task": task})
-
-
-def check_images_runnable(resources: Resources, requests: Sequence[EpisodeCreate]) -> None:
-    """Refuse (503) a task whose image no live worker can run: it would stay queued forever.
-
-    The image is in this deployment's allowlist, so this is our failure, not the caller's:
-    a 503 with Retry-After that names the image and why each worker cannot run it.
-    """
-    settings = resources.settings
-    unrunnable = resources.store.unrunnable_images(
-        sorted({r.task.image for r in requests}), ttl_s=settings.heartbeat_ttl_s
-    )
-    if unrunnable:
-        name, why = min(unrunnable.items())
-        raise ServiceUnavailable(
-            f"no live worker can run image {name!r} ({settings.images.get(name, name)}): "
-            f"{why[:1000]}",
-            headers={"Retry-After": str(IMAGE_RETRY_AFTER_S)},
-        )
 
 
 def is_terminal(status: EpisodeStatus) -> bool:
@@ -225,6 +206,7 @@ async def submit(resources: Resources, requests: Sequence[EpisodeCreate]) -> lis
     """Validate, check that a worker can run them, store and enqueue (all or none); ids."""
     for request in requests:
         validate_request(resources, request)
+    resources.queue.check_open()
     if any(r.task.repo is not None for r in requests):  # else sealing would change nothing
         requests = [await to_thread.run_sync(seal_repository, r) for r in requests]
     return await to_thread.run_sync(_store_and_enqueue, resources, requests)
@@ -232,7 +214,8 @@ async def submit(resources: Resources, requests: Sequence[EpisodeCreate]) -> lis
 
 def _store_and_enqueue(resources: Resources, requests: Sequence[EpisodeCreate]) -> list[str]:
     """The blocking part of a submit, in one thread hop."""
-    check_images_runnable(resources, requests)
+    resources.queue.check_open()  # shut while the request waited for its thread
+    resources.images.check(requests)
     return resources.queue.submit(requests)
 
 

@@ -21,6 +21,7 @@ from service.body_limit import BodySizeLimit
 from service.deps import Resources
 from service.errors import install_error_handlers
 from service.events import EpisodeEvents
+from service.images import ImageCheck
 from service.interactive import longest_reply_wait_s
 from service.queueing import EpisodeQueue
 from service.routes import (
@@ -75,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             ),
             events=events,
             replies=replies,
+            images=ImageCheck(settings, store),
         )
         await events.start()
         try:

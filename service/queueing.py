@@ -12,6 +12,12 @@ Dedup, the queue bound and the records are one atomic step in Redis (`EpisodeSto
 so concurrent identical requests share one episode and concurrent clients cannot overshoot
 the bound; the RQ jobs are enqueued right after (an API that dies in between leaves queued
 episodes without a job, which the workers' janitor ends).
+
+A refusal also tells how long the queue takes, by its drain rate, to take one more
+episode; until then this API process refuses new work at the door (`check_open`), before
+the body is validated or Redis is asked. A flood of clients that resend at once on a 429
+then costs the API little, and the episodes it accepts are not held up behind it. An
+identical request that would have shared a queued episode is refused too meanwhile.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from collections.abc import Sequence
 
 import redis
@@ -45,6 +52,9 @@ from service.errors import Overloaded
 # job stays a while, for whoever looks into it.
 SUCCEEDED_JOB_TTL_S = 1
 FAILED_JOB_TTL_S = JOB_RESULT_TTL_S * 60
+# The door stays shut at most this long after a refusal, whatever the drain estimate says
+# (a worker host that joins drains faster than the estimate knows)
+MAX_SHUT_S = 1.0
 
 
 def content_key(request: EpisodeCreate) -> str:
@@ -78,6 +88,17 @@ class EpisodeQueue:
         self.worker_ttl_s = worker_ttl_s
         self.dedup_ttl_s = dedup_ttl_s
         self.queue = Queue(QUEUE_NAME, connection=client, serializer=JSONSerializer)
+        self._shut_until = 0.0  # monotonic: refuse at the door until then
+
+    def check_open(self) -> None:
+        """Refuse (429) while the last refusal's drain estimate says no episode would pass."""
+        left = self._shut_until - time.monotonic()
+        if left > 0:
+            raise Overloaded(
+                f"the queue is over its bound (about {left:.2f} s more by its drain rate); "
+                "retry later",
+                headers={"Retry-After": str(max(1, math.ceil(left)))},
+            )
 
     def submit(self, requests: Sequence[EpisodeCreate]) -> list[str]:
         """Store and enqueue episodes (a whole batch at once, or none of it); ids in order.
@@ -86,6 +107,7 @@ class EpisodeQueue:
         a bound — the queue's depth, or the wait the batch's last episode would see — the
         whole batch is refused (429) rather than queue work nobody will wait for.
         """
+        self.check_open()
         dedup_keys = [
             content_key(r) if self.dedup_ttl_s > 0 and r.mode is EpisodeMode.oneshot else None
             for r in requests
@@ -98,6 +120,8 @@ class EpisodeQueue:
             worker_ttl_s=self.worker_ttl_s,
             dedup_ttl_s=self.dedup_ttl_s,
         )
+        if admission.refused:
+            self._shut_until = time.monotonic() + min(admission.reopen_s, MAX_SHUT_S)
         if admission.refused and admission.wait_s is not None:
             raise Overloaded(
                 f"the queue holds {admission.depth} episodes: about {admission.wait_s:.1f} s "

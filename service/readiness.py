@@ -32,8 +32,8 @@ def readiness(resources: Resources) -> Readiness:
         problems = resources.store.worker_problems(workers)
         if problems:
             checks["worker_problems"] = problems
-        unrunnable = resources.store.unrunnable_images(
-            settings.images, ttl_s=settings.heartbeat_ttl_s
+        unrunnable = (
+            resources.store.unrunnable_images(settings.images, ttl_s=settings.heartbeat_ttl_s) or {}
         )
         checks["images"] = {name: unrunnable.get(name, "ok") for name in settings.images}
     except RedisError as exc:

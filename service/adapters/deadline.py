@@ -17,7 +17,6 @@ from proctor.integrations.codetasks import GroundTruthError
 from proctor.models import EpisodeCreate, EpisodeResult
 from service.deps import Resources
 from service.episodes import (
-    check_images_runnable,
     end_at_deadline,
     seal_repository,
     validate_request,
@@ -75,7 +74,7 @@ async def run_within(
     ended: list[EpisodeResult | Exception] = []
     try:
         if valid:
-            await to_thread.run_sync(check_images_runnable, resources, valid)
+            await to_thread.run_sync(resources.images.check, valid)
         ids = await to_thread.run_sync(resources.queue.submit, valid) if valid else []
     except (ApiError, RedisError) as exc:  # no worker, backpressure, Redis: say so in the body
         log.warning("adapter: could not enqueue %d episodes: %s", len(valid), exc)

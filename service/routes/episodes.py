@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from proctor.models import EpisodeCreate, EpisodeCreated, EpisodeResult, EpisodeResults
 from service import episodes
-from service.deps import Authenticated, ResourcesDep
+from service.deps import Authenticated, QueueOpen, ResourcesDep
 from service.errors import error_responses
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"], dependencies=[Authenticated])
@@ -55,6 +55,7 @@ def created_response(outcome: EpisodeResult | EpisodeCreated) -> JSONResponse:
     "",
     operation_id="create_episode",
     status_code=status.HTTP_202_ACCEPTED,
+    dependencies=[QueueOpen],
     responses={
         200: {"model": EpisodeResult, "description": "the episode ended within `wait`"},
         201: {
@@ -75,6 +76,7 @@ async def create_episode(
     "/batch",
     operation_id="create_episodes",
     status_code=status.HTTP_202_ACCEPTED,
+    dependencies=[QueueOpen],
     response_model=EpisodeBatchCreated,
     responses=error_responses(400, 401, 413, 422, 429, 503),
 )

@@ -144,6 +144,7 @@ def test_an_episode_past_the_deadline_is_ended_for_good(
         queue=None,
         events=None,
         replies=None,
+        images=None,
     )  # type: ignore[arg-type]
     episode_id = new_episode_id()
     pipe = redis_client.pipeline()

@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from core import keys
+from service.queueing import MAX_SHUT_S
 from tests.conftest import (
     claimed_database,
     running_api,
@@ -211,6 +212,16 @@ def test_past_the_wait_bound_the_answer_is_429_with_retry_after(
     assert refused.headers["Retry-After"] == "1"
     assert "1.2 s of waiting" in refused.json()["error"]["message"]
     assert queued(redis_url) == 2
+    # a refusal shuts the door while the queue drains to where one more would pass (at most
+    # MAX_SHUT_S): a 429 then comes before the body is even validated, without Redis
+    with redis.Redis.from_url(redis_url) as client:
+        client.hset(keys.PACE, "busy", "1.0")  # slower now: 3 s for a single one
+    time.sleep(0.3)  # the first refusal's 0.2 s have passed
+    assert httpx.post(f"{url}/v1/episodes", json=episode(ADD)).status_code == 429
+    shut = httpx.post(f"{url}/v1/episodes", json={"task": "not a task"})
+    assert shut.status_code == 429 and "over its bound" in shut.json()["error"]["message"]
+    time.sleep(MAX_SHUT_S)
+    assert httpx.post(f"{url}/v1/episodes", json={"task": "not a task"}).status_code == 422
 
 
 def test_auth_is_enforced_when_tokens_are_configured(api_with_tokens: str) -> None:

@@ -186,6 +186,7 @@ def test_the_wait_bound_counts_the_drain_rate_once_measured(
         [REQUEST], dedup_keys=[None], max_queued=1000, max_wait_s=1.05, dedup_ttl_s=60
     )
     assert refused.refused and refused.wait_s == pytest.approx(1.1)  # not 11 * 0.01
+    assert refused.reopen_s == pytest.approx(0.05)  # two ends more and a single one passes
 
 
 @pytest.mark.redis
@@ -216,3 +217,29 @@ def test_the_wait_bound_refuses_what_would_wait_past_it(
     assert fresh_queue.queued_count() == 22
     redis_client.delete(keys.QUEUED)
     assert not admit(40, 0.5).refused  # nothing queued: a batch past the bound still gets in
+
+
+@pytest.mark.redis
+def test_a_refusal_says_when_a_single_episode_would_pass(
+    redis_client: redis.Redis, fresh_queue: EpisodeStore
+) -> None:
+    def admit(count: int, *, max_queued: int = 1000, max_wait_s: float = 0.0) -> Admission:
+        return fresh_queue.create(
+            [REQUEST] * count,
+            dedup_keys=[None] * count,
+            max_queued=max_queued,
+            max_wait_s=max_wait_s,
+            dedup_ttl_s=60,
+        )
+
+    assert not admit(10).refused
+    # no drain rate known: no estimate
+    assert admit(1, max_queued=10).reopen_s == 0.0
+    redis_client.hset(keys.PACE, "gap", "0.1")
+    # the depth bound: 10 queued, 8 admitted, so three ends before one more fits
+    assert admit(1, max_queued=8).reopen_s == pytest.approx(0.3)
+    # the wait bound: a single one would wait 1.1 s against 0.6 s
+    assert admit(1, max_wait_s=0.6).reopen_s == pytest.approx(0.5)
+    # a batch too large for either bound, where a single one still fits: no wait for that
+    large = admit(20, max_queued=25, max_wait_s=2.0)
+    assert large.refused and large.reopen_s == 0.0

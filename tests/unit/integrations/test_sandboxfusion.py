@@ -137,6 +137,7 @@ def resources_with_tokens(*tokens: str) -> Resources:
         queue=None,
         events=None,
         replies=None,
+        images=None,
     )  # type: ignore[arg-type]
 
 

@@ -42,3 +42,31 @@ def test_a_refusal_by_the_wait_bound_says_when_to_retry(
         queue.submit([REQUEST])
     assert refused.value.headers == {"Retry-After": "3"}  # 3.1 s of waiting, 1 s admitted
     assert "3.1 s of waiting" in refused.value.message
+
+
+@pytest.mark.redis
+def test_after_a_refusal_the_door_stays_shut_until_the_queue_would_take_one_more(
+    redis_client: redis.Redis, queue: EpisodeQueue
+) -> None:
+    redis_client.hset(keys.PACE, "gap", "0.04")  # a single one would wait 31 * 0.04 s
+    with pytest.raises(Overloaded):
+        queue.submit([REQUEST])
+    # for the next 0.24 s the refusal is this process's own, without asking Redis
+    redis_client.delete(keys.QUEUED)
+    with pytest.raises(Overloaded) as shut:
+        queue.submit([REQUEST])
+    assert "over its bound" in shut.value.message
+    assert shut.value.headers == {"Retry-After": "1"}
+    time.sleep(0.3)
+    queue.check_open()
+
+
+@pytest.mark.redis
+def test_a_batch_refused_for_its_size_leaves_the_door_open(
+    redis_client: redis.Redis, queue: EpisodeQueue
+) -> None:
+    redis_client.hset(keys.PACE, "gap", "0.01")  # a single one would wait 0.31 s
+    with pytest.raises(Overloaded):
+        # 1.1 s for the last of 80 different ones (identical ones would share one episode)
+        queue.submit([REQUEST.model_copy(update={"metadata": {"n": str(n)}}) for n in range(80)])
+    queue.check_open()

@@ -1,0 +1,50 @@
+"""Refusing (503) a task whose image no live worker can run: queued, it would wait forever.
+
+The image is in this deployment's allowlist, so this is our failure, not the caller's: the
+503 has a Retry-After and names the image and why each worker cannot run it.
+
+Every submit asks, so a yes is kept a second: the workers report their images at their
+heartbeats, seconds apart, and the answer cannot be much fresher than that anyway. A no,
+or no live worker at all (they may be starting; `/readyz` says so), is asked afresh.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from core.config import Settings
+from core.defaults import IMAGE_RETRY_AFTER_S
+from core.store import EpisodeStore
+from proctor.models import EpisodeCreate
+from service.errors import ServiceUnavailable
+
+HOLD_S = 1.0  # how long a yes is kept
+
+
+class ImageCheck:
+    def __init__(self, settings: Settings, store: EpisodeStore) -> None:
+        self.settings = settings
+        self.store = store
+        self._runnable_until: dict[str, float] = {}  # image name → monotonic time
+
+    def check(self, requests: Sequence[EpisodeCreate]) -> None:
+        """Refuse (503) the requests if any asks for an image no live worker can run."""
+        now = time.monotonic()
+        names = sorted({r.task.image for r in requests} - self._known_runnable(now))
+        if not names:
+            return
+        unrunnable = self.store.unrunnable_images(names, ttl_s=self.settings.heartbeat_ttl_s)
+        if unrunnable is None:  # no live worker: nothing is known
+            return
+        if unrunnable:
+            name, why = min(unrunnable.items())
+            raise ServiceUnavailable(
+                f"no live worker can run image {name!r} "
+                f"({self.settings.images.get(name, name)}): {why[:1000]}",
+                headers={"Retry-After": str(IMAGE_RETRY_AFTER_S)},
+            )
+        self._runnable_until.update(dict.fromkeys(names, now + HOLD_S))
+
+    def _known_runnable(self, now: float) -> set[str]:
+        return {name for name, until in self._runnable_until.items() if until > now}
