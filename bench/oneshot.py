@@ -23,11 +23,12 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
+import aiohttp
 import httpx
 from harness import (
     machine,
@@ -82,43 +83,40 @@ def run_programs(programs: list[str], command: list[str], concurrency: int) -> d
     }
 
 
-# A trainer's client is not what is measured: one httpx pool of 256 connections spent 17.7 ms
-# of CPU per accepted episode here (more than the whole service) and halved the rate it saw
-CLIENT_CONNECTIONS = 16  # connections per httpx client
+# A trainer's client is not what is measured, yet here it shares the service's 2 cores. The
+# load comes from aiohttp: httpx spent ~2.9 ms of CPU per request with 256 in flight (spread
+# over clients of 16 connections; one pool of 256: 17.7 ms), more than the API's own work
+# on a refusal, and held up the episodes measured behind its own CPU; aiohttp ~0.35 ms.
+Post = Callable[[dict[str, Any]], Awaitable[tuple[int, dict[str, Any]]]]
 
 
 @asynccontextmanager
-async def slots(url: str, concurrency: int) -> AsyncIterator[asyncio.Queue[httpx.AsyncClient]]:
-    """`concurrency` request slots, spread over one httpx client per `CLIENT_CONNECTIONS`
-    of them: take one for a request, put it back after."""
-    count = -(-concurrency // CLIENT_CONNECTIONS)
-    limits = httpx.Limits(max_connections=CLIENT_CONNECTIONS)
-    clients = [httpx.AsyncClient(base_url=url, timeout=600, limits=limits) for _ in range(count)]
-    free: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
-    for i in range(concurrency):
-        free.put_nowait(clients[i % count])
-    try:
-        yield free
-    finally:
-        for client in clients:
-            await client.aclose()
+async def poster(url: str, concurrency: int) -> AsyncIterator[Post]:
+    """`POST /v1/episodes?wait=300`, at most `concurrency` at once: (status, JSON body).
+    A request's clock starts once it has its slot (it is sent at once)."""
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    timeout = aiohttp.ClientTimeout(total=600)
+    async with aiohttp.ClientSession(url, connector=connector, timeout=timeout) as session:
+
+        async def post(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+            async with session.post("/v1/episodes", params={"wait": "300"}, json=body) as answer:
+                return answer.status, await answer.json()
+
+        yield post
 
 
 async def run_proctor(url: str, episodes: list[dict[str, Any]], concurrency: int) -> dict[str, Any]:
     latencies: list[float] = []
     rewards: list[float | None] = [None] * len(episodes)  # in the episodes' order
-    async with slots(url, concurrency) as free:
+    slots = asyncio.Semaphore(concurrency)
+    async with poster(url, concurrency) as post:
 
         async def one(index: int, body: dict[str, Any]) -> None:
-            client = await free.get()
-            try:
+            async with slots:
                 started = time.monotonic()
-                response = await client.post("/v1/episodes", params={"wait": 300}, json=body)
-                result = response.json()
+                _, result = await post(body)
                 latencies.append(time.monotonic() - started)
-                rewards[index] = result.get("reward")
-            finally:
-                free.put_nowait(client)
+            rewards[index] = result.get("reward")
 
         started = time.monotonic()
         await asyncio.gather(*(one(i, e) for i, e in enumerate(episodes)))
@@ -143,23 +141,21 @@ async def overload(url: str, episodes: list[dict[str, Any]], concurrency: int) -
     accepted: list[float] = []
     refused: list[float] = []
     lost = 0
-    async with slots(url, concurrency) as free:
+    slots = asyncio.Semaphore(concurrency)
+    async with poster(url, concurrency) as post:
 
         async def one(body: dict[str, Any]) -> None:
             nonlocal lost
-            client = await free.get()
-            try:
+            async with slots:
                 started = time.monotonic()
-                response = await client.post("/v1/episodes", params={"wait": 300}, json=body)
+                status, result = await post(body)
                 elapsed = time.monotonic() - started
-                if response.status_code == 429:
-                    refused.append(elapsed)
-                elif response.json().get("status") == "completed":
-                    accepted.append(elapsed)
-                else:
-                    lost += 1
-            finally:
-                free.put_nowait(client)
+            if status == 429:
+                refused.append(elapsed)
+            elif result.get("status") == "completed":
+                accepted.append(elapsed)
+            else:
+                lost += 1
 
         started = time.monotonic()
         await asyncio.gather(*(one(e) for e in episodes))
