@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from core import keys
 from core.config import Settings
 from core.defaults import IMAGES
 from core.store import EpisodeStore
@@ -16,6 +15,7 @@ from proctor.models import EpisodeCreate
 from service import images
 from service.errors import ServiceUnavailable
 from service.images import ImageCheck
+from tests.conftest import claimed_database
 
 REQUEST = EpisodeCreate.model_validate(
     {
@@ -27,12 +27,11 @@ WORKER = "host.1.2.images"
 
 
 @pytest.fixture
-def store(redis_client: redis.Redis) -> Iterator[EpisodeStore]:
-    """No live worker but the one a test starts (any other is forgotten for the test)."""
-    redis_client.delete(keys.WORKERS)
-    store = EpisodeStore(redis_client)
-    yield store
-    store.forget_worker(WORKER)
+def store() -> Iterator[EpisodeStore]:
+    """A database of its own: no live worker but the one a test starts (the session's
+    real workers heartbeat into the session's database every 2 s)."""
+    with claimed_database() as url, redis.Redis.from_url(url) as client:
+        yield EpisodeStore(client)
 
 
 def worker_reports(store: EpisodeStore, python: str | None) -> None:
