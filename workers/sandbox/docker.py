@@ -225,7 +225,9 @@ def _wrap(exc: Exception, what: str) -> SandboxError:
 
 def _exec_failed(exc: Exception, container_id: str) -> SandboxError:
     what = f"exec in {container_id[:12]}"
-    if isinstance(exc, APIError) and exc.status_code == 409 and "not running" in str(exc):
+    # 409 when the exec is created in a stopped container; 500 when it stopped (its init
+    # OOM-killed, say) between the exec's creation and its start
+    if isinstance(exc, APIError) and exc.status_code in (409, 500) and "not running" in str(exc):
         return ContainerStopped(f"{what}: {exc.explanation}")
     return _wrap(exc, what)
 
