@@ -55,12 +55,12 @@ def test_an_image_no_live_worker_can_run_is_refused_with_why(store: EpisodeStore
 def test_a_runnable_image_is_kept_for_a_while(
     store: EpisodeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(images, "HOLD_S", 0.2)
+    monkeypatch.setattr(images, "HOLD_S", 0.5)
     check = ImageCheck(Settings(), store)
     worker_reports(store, None)
     check.check([REQUEST])
     worker_reports(store, "inspect image: image not found")
     check.check([REQUEST])  # kept: no Redis read
-    time.sleep(0.3)
+    time.sleep(0.6)
     with pytest.raises(ServiceUnavailable):
         check.check([REQUEST])

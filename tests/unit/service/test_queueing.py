@@ -48,16 +48,16 @@ def test_a_refusal_by_the_wait_bound_says_when_to_retry(
 def test_after_a_refusal_the_door_stays_shut_until_the_queue_would_take_one_more(
     redis_client: redis.Redis, queue: EpisodeQueue
 ) -> None:
-    redis_client.hset(keys.PACE, "gap", "0.04")  # a single one would wait 31 * 0.04 s
+    redis_client.hset(keys.PACE, "gap", "0.06")  # a single one would wait 31 * 0.06 s
     with pytest.raises(Overloaded):
         queue.submit([REQUEST])
-    # for the next 0.24 s the refusal is this process's own, without asking Redis
+    # for the next 0.86 s the refusal is this process's own, without asking Redis
     redis_client.delete(keys.QUEUED)
     with pytest.raises(Overloaded) as shut:
         queue.submit([REQUEST])
     assert "over its bound" in shut.value.message
     assert shut.value.headers == {"Retry-After": "1"}
-    time.sleep(0.3)
+    time.sleep(0.9)
     queue.check_open()
 
 
