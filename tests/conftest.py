@@ -111,6 +111,15 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
     client.close()
 
 
+@pytest.fixture
+def quiet_redis() -> Iterator[redis.Redis]:
+    """A database of its own, for a test that reads what workers write: the session's
+    real workers heartbeat and end episodes into the session's database, which moves the
+    live-worker count and the measured pace behind the test's back."""
+    with claimed_database() as url, redis.Redis.from_url(url) as client:
+        yield client
+
+
 @pytest.fixture(scope="session")
 def docker_ready() -> None:
     import docker

@@ -52,8 +52,8 @@ def created(store: EpisodeStore, request: EpisodeCreate = REQUEST, dedup: str | 
 
 
 @pytest.mark.redis
-def test_sandbox_state_round_trips_through_the_record(redis_client: redis.Redis) -> None:
-    store = EpisodeStore(redis_client)
+def test_sandbox_state_round_trips_through_the_record(quiet_redis: redis.Redis) -> None:
+    store = EpisodeStore(quiet_redis)
     episode_id = created(store)
     record = store.get(episode_id)
     assert record is not None and record.sandbox is None
@@ -73,8 +73,8 @@ def test_sandbox_state_round_trips_through_the_record(redis_client: redis.Redis)
 
 
 @pytest.mark.redis
-def test_an_ended_episode_moves_no_further(redis_client: redis.Redis) -> None:
-    store = EpisodeStore(redis_client)
+def test_an_ended_episode_moves_no_further(quiet_redis: redis.Redis) -> None:
+    store = EpisodeStore(quiet_redis)
     episode_id = created(store)
     ended = EpisodeResult(
         id=episode_id, status=EpisodeStatus.cancelled, mode=EpisodeMode.interactive
@@ -90,11 +90,11 @@ def test_an_ended_episode_moves_no_further(redis_client: redis.Redis) -> None:
 
 
 @pytest.mark.redis
-def test_identical_requests_share_until_one_fails(redis_client: redis.Redis) -> None:
-    store = EpisodeStore(redis_client)
+def test_identical_requests_share_until_one_fails(quiet_redis: redis.Redis) -> None:
+    store = EpisodeStore(quiet_redis)
     request = REQUEST.model_copy(update={"mode": EpisodeMode.oneshot})
     dedup = keys.dedup("identical-requests")
-    redis_client.delete(dedup)
+    quiet_redis.delete(dedup)
     first = created(store, request, dedup)
     assert created(store, request, dedup) == first
     assert store.finish(
@@ -104,16 +104,16 @@ def test_identical_requests_share_until_one_fails(redis_client: redis.Redis) -> 
 
 
 @pytest.fixture
-def fresh_queue(redis_client: redis.Redis) -> Iterator[EpisodeStore]:
+def fresh_queue(quiet_redis: redis.Redis) -> Iterator[EpisodeStore]:
     """A store over an empty queue, no pace measured yet and no worker alive (all emptied
     again after)."""
-    redis_client.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
-    yield EpisodeStore(redis_client)
-    redis_client.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
+    quiet_redis.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
+    yield EpisodeStore(quiet_redis)
+    quiet_redis.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
 
 
-def busy(redis_client: redis.Redis) -> float | None:
-    raw = redis_client.hget(keys.PACE, "busy")
+def busy(quiet_redis: redis.Redis) -> float | None:
+    raw = quiet_redis.hget(keys.PACE, "busy")
     return float(raw) if raw is not None else None
 
 
@@ -130,55 +130,55 @@ def ended(store: EpisodeStore, mode: EpisodeMode, *, queued_s: float, total_s: f
 
 @pytest.mark.redis
 def test_the_pace_is_a_workers_mean_time_on_a_oneshot_episode(
-    redis_client: redis.Redis, fresh_queue: EpisodeStore
+    quiet_redis: redis.Redis, fresh_queue: EpisodeStore
 ) -> None:
     ended(fresh_queue, EpisodeMode.oneshot, queued_s=5.0, total_s=6.0)
-    assert busy(redis_client) == pytest.approx(1.0)  # the first sets it; waiting is no work
+    assert busy(quiet_redis) == pytest.approx(1.0)  # the first sets it; waiting is no work
     ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=2.0)
-    assert busy(redis_client) == pytest.approx(1.0 + (2.0 - 1.0) * PACE_WEIGHT)
-    measured = busy(redis_client)
+    assert busy(quiet_redis) == pytest.approx(1.0 + (2.0 - 1.0) * PACE_WEIGHT)
+    measured = busy(quiet_redis)
     # an interactive episode's life is mostly its agent's thinking, not a worker's time
     ended(fresh_queue, EpisodeMode.interactive, queued_s=0.0, total_s=600.0)
-    assert busy(redis_client) == measured
+    assert busy(quiet_redis) == measured
 
 
-def pace(redis_client: redis.Redis, field: str) -> float | None:
-    raw = redis_client.hget(keys.PACE, field)
+def pace(quiet_redis: redis.Redis, field: str) -> float | None:
+    raw = quiet_redis.hget(keys.PACE, field)
     return float(raw) if raw is not None else None
 
 
 @pytest.mark.redis
 def test_the_drain_rate_is_the_gap_between_ends_while_episodes_wait(
-    redis_client: redis.Redis, fresh_queue: EpisodeStore
+    quiet_redis: redis.Redis, fresh_queue: EpisodeStore
 ) -> None:
     waiting = [created(fresh_queue) for _ in range(3)]  # they stay queued throughout
     ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
-    assert pace(redis_client, "gap") is None  # one end: no gap yet
+    assert pace(quiet_redis, "gap") is None  # one end: no gap yet
     time.sleep(0.2)
     ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
-    first = pace(redis_client, "gap")
+    first = pace(quiet_redis, "gap")
     assert first is not None and 0.2 <= first < 1.0
     time.sleep(0.1)
     ended(fresh_queue, EpisodeMode.interactive, queued_s=0.0, total_s=60.0)  # any end drains
-    gap = pace(redis_client, "gap")  # moved by GAP_WEIGHT toward this gap (0.1 s and a bit)
+    gap = pace(quiet_redis, "gap")  # moved by GAP_WEIGHT toward this gap (0.1 s and a bit)
     assert gap is not None
     assert first + (0.1 - first) * GAP_WEIGHT <= gap <= first + (1.0 - first) * GAP_WEIGHT
     # with nothing waiting, workers may idle: a gap then says nothing of the drain rate
-    redis_client.delete(keys.QUEUED)
-    measured = pace(redis_client, "gap")
+    quiet_redis.delete(keys.QUEUED)
+    measured = pace(quiet_redis, "gap")
     ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
     time.sleep(0.3)
-    redis_client.zadd(keys.QUEUED, {waiting[0]: time.time()})
+    quiet_redis.zadd(keys.QUEUED, {waiting[0]: time.time()})
     ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)  # the last end: idle
-    assert pace(redis_client, "gap") == measured
+    assert pace(quiet_redis, "gap") == measured
 
 
 @pytest.mark.redis
 def test_the_wait_bound_counts_the_drain_rate_once_measured(
-    redis_client: redis.Redis, fresh_queue: EpisodeStore
+    quiet_redis: redis.Redis, fresh_queue: EpisodeStore
 ) -> None:
-    redis_client.zadd(keys.WORKERS, {"w1": time.time()})
-    redis_client.hset(keys.PACE, mapping={"busy": "0.01", "gap": "0.1"})  # 10 ends a second
+    quiet_redis.zadd(keys.WORKERS, {"w1": time.time()})
+    quiet_redis.hset(keys.PACE, mapping={"busy": "0.01", "gap": "0.1"})  # 10 ends a second
     assert not fresh_queue.create(
         [REQUEST] * 10, dedup_keys=[None] * 10, max_queued=1000, max_wait_s=5, dedup_ttl_s=60
     ).refused
@@ -191,7 +191,7 @@ def test_the_wait_bound_counts_the_drain_rate_once_measured(
 
 @pytest.mark.redis
 def test_the_wait_bound_refuses_what_would_wait_past_it(
-    redis_client: redis.Redis, fresh_queue: EpisodeStore
+    quiet_redis: redis.Redis, fresh_queue: EpisodeStore
 ) -> None:
     def admit(count: int, max_wait_s: float) -> Admission:
         return fresh_queue.create(
@@ -203,11 +203,11 @@ def test_the_wait_bound_refuses_what_would_wait_past_it(
         )
 
     now = time.time()
-    redis_client.zadd(keys.WORKERS, {"w1": now, "w2": now, "gone": now - 3600})
+    quiet_redis.zadd(keys.WORKERS, {"w1": now, "w2": now, "gone": now - 3600})
     assert not admit(20, 0.5).refused
     assert not admit(1, 0.5).refused  # no pace yet: the depth bound only
-    redis_client.delete(keys.QUEUED)
-    redis_client.hset(keys.PACE, "busy", "0.2")  # two live workers, 200 ms each: 10/s
+    quiet_redis.delete(keys.QUEUED)
+    quiet_redis.hset(keys.PACE, "busy", "0.2")  # two live workers, 200 ms each: 10/s
     assert not admit(20, 5.0).refused  # the 20th waits ~2 s
     refused = admit(1, 1.5)  # the 21st would wait ~2.1 s
     assert refused.refused and refused.depth == 20
@@ -215,13 +215,13 @@ def test_the_wait_bound_refuses_what_would_wait_past_it(
     assert not admit(1, 2.5).refused
     assert not admit(1, 0.0).refused  # no wait bound: the depth bound only
     assert fresh_queue.queued_count() == 22
-    redis_client.delete(keys.QUEUED)
+    quiet_redis.delete(keys.QUEUED)
     assert not admit(40, 0.5).refused  # nothing queued: a batch past the bound still gets in
 
 
 @pytest.mark.redis
 def test_a_refusal_says_when_a_single_episode_would_pass(
-    redis_client: redis.Redis, fresh_queue: EpisodeStore
+    quiet_redis: redis.Redis, fresh_queue: EpisodeStore
 ) -> None:
     def admit(count: int, *, max_queued: int = 1000, max_wait_s: float = 0.0) -> Admission:
         return fresh_queue.create(
@@ -235,7 +235,7 @@ def test_a_refusal_says_when_a_single_episode_would_pass(
     assert not admit(10).refused
     # no drain rate known: no estimate
     assert admit(1, max_queued=10).reopen_s == 0.0
-    redis_client.hset(keys.PACE, "gap", "0.1")
+    quiet_redis.hset(keys.PACE, "gap", "0.1")
     # the depth bound: 10 queued, 8 admitted, so three ends before one more fits
     assert admit(1, max_queued=8).reopen_s == pytest.approx(0.3)
     # the wait bound: a single one would wait 1.1 s against 0.6 s

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -15,7 +14,6 @@ from proctor.models import EpisodeCreate
 from service import images
 from service.errors import ServiceUnavailable
 from service.images import ImageCheck
-from tests.conftest import claimed_database
 
 REQUEST = EpisodeCreate.model_validate(
     {
@@ -27,11 +25,9 @@ WORKER = "host.1.2.images"
 
 
 @pytest.fixture
-def store() -> Iterator[EpisodeStore]:
-    """A database of its own: no live worker but the one a test starts (the session's
-    real workers heartbeat into the session's database every 2 s)."""
-    with claimed_database() as url, redis.Redis.from_url(url) as client:
-        yield EpisodeStore(client)
+def store(quiet_redis: redis.Redis) -> EpisodeStore:
+    """No live worker but the one a test starts."""
+    return EpisodeStore(quiet_redis)
 
 
 def worker_reports(store: EpisodeStore, python: str | None) -> None:

@@ -23,21 +23,21 @@ REQUEST = EpisodeCreate.model_validate(
 
 
 @pytest.fixture
-def queue(redis_client: redis.Redis) -> Iterator[EpisodeQueue]:
+def queue(quiet_redis: redis.Redis) -> Iterator[EpisodeQueue]:
     """A queue with a wait bound of 1 s, 30 episodes waiting (ids only: no job a later
     test's workers would take) and two live workers."""
-    redis_client.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
-    redis_client.zadd(keys.QUEUED, {f"ep_waiting{i}": i for i in range(30)})
-    redis_client.zadd(keys.WORKERS, {"w1": time.time(), "w2": time.time()})
-    yield EpisodeQueue(redis_client, EpisodeStore(redis_client), max_wait_s=1.0)
-    redis_client.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
+    quiet_redis.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
+    quiet_redis.zadd(keys.QUEUED, {f"ep_waiting{i}": i for i in range(30)})
+    quiet_redis.zadd(keys.WORKERS, {"w1": time.time(), "w2": time.time()})
+    yield EpisodeQueue(quiet_redis, EpisodeStore(quiet_redis), max_wait_s=1.0)
+    quiet_redis.delete(keys.QUEUED, keys.PACE, keys.WORKERS)
 
 
 @pytest.mark.redis
 def test_a_refusal_by_the_wait_bound_says_when_to_retry(
-    redis_client: redis.Redis, queue: EpisodeQueue
+    quiet_redis: redis.Redis, queue: EpisodeQueue
 ) -> None:
-    redis_client.hset(keys.PACE, "busy", "0.2")  # 10 episodes/s
+    quiet_redis.hset(keys.PACE, "busy", "0.2")  # 10 episodes/s
     with pytest.raises(Overloaded) as refused:
         queue.submit([REQUEST])
     assert refused.value.headers == {"Retry-After": "3"}  # 3.1 s of waiting, 1 s admitted
@@ -46,13 +46,13 @@ def test_a_refusal_by_the_wait_bound_says_when_to_retry(
 
 @pytest.mark.redis
 def test_after_a_refusal_the_door_stays_shut_until_the_queue_would_take_one_more(
-    redis_client: redis.Redis, queue: EpisodeQueue
+    quiet_redis: redis.Redis, queue: EpisodeQueue
 ) -> None:
-    redis_client.hset(keys.PACE, "gap", "0.06")  # a single one would wait 31 * 0.06 s
+    quiet_redis.hset(keys.PACE, "gap", "0.06")  # a single one would wait 31 * 0.06 s
     with pytest.raises(Overloaded):
         queue.submit([REQUEST])
     # for the next 0.86 s the refusal is this process's own, without asking Redis
-    redis_client.delete(keys.QUEUED)
+    quiet_redis.delete(keys.QUEUED)
     with pytest.raises(Overloaded) as shut:
         queue.submit([REQUEST])
     assert "over its bound" in shut.value.message
@@ -63,9 +63,9 @@ def test_after_a_refusal_the_door_stays_shut_until_the_queue_would_take_one_more
 
 @pytest.mark.redis
 def test_a_batch_refused_for_its_size_leaves_the_door_open(
-    redis_client: redis.Redis, queue: EpisodeQueue
+    quiet_redis: redis.Redis, queue: EpisodeQueue
 ) -> None:
-    redis_client.hset(keys.PACE, "gap", "0.01")  # a single one would wait 0.31 s
+    quiet_redis.hset(keys.PACE, "gap", "0.01")  # a single one would wait 0.31 s
     with pytest.raises(Overloaded):
         # 1.1 s for the last of 80 different ones (identical ones would share one episode)
         queue.submit([REQUEST.model_copy(update={"metadata": {"n": str(n)}}) for n in range(80)])
