@@ -101,6 +101,8 @@ def redis_client(url: str) -> redis.Redis:
 
 # RQ's heartbeats closer together than this are one (see EpisodeWorker)
 HEARTBEAT_SKIP_S = 1.0
+# how often the listener of RQ's control channel looks at its stop flag (RQ's own: 60 s)
+LISTENER_POLL_S = 1.0
 
 
 class EpisodeWorker(SimpleWorker):
@@ -124,6 +126,21 @@ class EpisodeWorker(SimpleWorker):
     def request_stop(self, signum: int, frame: object) -> None:
         self.stop_asked = True
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
+
+    def subscribe(self) -> None:
+        """RQ's, with its control channel's listener looking at its stop flag every
+        `LISTENER_POLL_S` instead of every 60 s. Stopping, RQ unsubscribes and then waits for
+        that thread (redis-py 8 waits without a bound); a listener that had already read the
+        unsubscription sat out the rest of its minute first, so a stopped worker outlived
+        its stop by up to a minute and was killed with its sandboxes still up."""
+        self.pubsub = self.connection.pubsub()
+        self.pubsub.subscribe(**{self.pubsub_channel_name: self.handle_payload})
+        # RQ declares the attribute as its initial None
+        self.pubsub_thread = self.pubsub.run_in_thread(  # type: ignore[assignment]
+            sleep_time=LISTENER_POLL_S,
+            daemon=True,
+            exception_handler=self._pubsub_exception_handler,
+        )
 
     def set_state(self, state: str, pipeline: Pipeline | None = None) -> None:
         if pipeline is None and state == self._state_written:

@@ -3,11 +3,13 @@ written, a heartbeat right after one that reached as far — and sends every oth
 
 from __future__ import annotations
 
+import time
+
 import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
-from workers.main import EpisodeWorker
+from workers.main import LISTENER_POLL_S, EpisodeWorker
 
 
 def worker(client: redis.Redis) -> EpisodeWorker:
@@ -47,3 +49,21 @@ def test_a_heartbeat_is_skipped_only_when_the_last_one_reached_as_far(
     assert 0 < redis_client.ttl(w.key) <= 50
     w.heartbeat()  # the default TTL reaches further than 50 s: sent
     assert redis_client.ttl(w.key) > 50
+
+
+def test_a_stopping_worker_does_not_wait_out_its_listener(quiet_redis: redis.Redis) -> None:
+    """Stopping, RQ unsubscribes from its control channel and waits for the listener
+    thread. A listener that already read the unsubscription waits for a subscription until
+    its poll runs out before it looks at its stop flag (RQ's: a minute): the stop must not
+    take that long."""
+    w = worker(quiet_redis)
+    w.subscribe()
+    w.pubsub.unsubscribe()  # the listener reads this itself, then waits for a subscription
+    deadline = time.monotonic() + 5
+    while w.pubsub.subscribed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not w.pubsub.subscribed
+    started = time.monotonic()
+    w.unsubscribe()
+    assert time.monotonic() - started < LISTENER_POLL_S + 2  # not RQ's 60 s
+    assert not w.pubsub_thread.is_alive()
