@@ -94,7 +94,12 @@ class Honeypot:
         network, one of them may find it gone or the honeypot elsewhere, and looks again."""
         for attempt in range(ENSURE_TRIES):
             try:
-                address = self._ensure_once()
+                network_id, address = self._ensure_once()
+                # another worker's network of the same name may have become visible only
+                # after ours was made, and be older: then everyone settles on that one
+                settled = self.engine.ensure_internal_network(self.network, peer=self.name)
+                if settled != network_id:
+                    raise SandboxError(f"an older network {self.network} turned up")
             except SandboxError as exc:
                 if attempt == ENSURE_TRIES - 1:
                     raise
@@ -110,7 +115,8 @@ class Honeypot:
                 return address
         raise SandboxError(f"the honeypot {self.name} has no address on {self.network}")
 
-    def _ensure_once(self) -> str | None:
+    def _ensure_once(self) -> tuple[str, str | None]:
+        """The network's id, and the honeypot's address on it (None: not there yet)."""
         network_id = self.engine.ensure_internal_network(self.network, peer=self.name)
         info = self.engine.ensure_service(
             self.name,
@@ -132,7 +138,7 @@ class Honeypot:
             (n.get("IPAddress") for n in networks.values() if n.get("NetworkID") == network_id),
             None,
         )
-        return str(address) if address else None
+        return network_id, str(address) if address else None
 
     def _wait_ready(self) -> None:
         """Running is not enough: one that could not set up its routing (every address is

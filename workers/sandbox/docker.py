@@ -747,7 +747,7 @@ class Engine:
                 continue  # removed between our create and our look: once more
             winner, *losers = sorted(found, key=_age)
             for loser in losers:
-                self._remove_network_quietly(str(loser["Id"]))
+                self._remove_network_quietly(str(loser["Id"]), peer=peer)
             if (winner.get("Options") or {}).get(ICC_OPTION) == "false":
                 return str(winner["Id"])
             if not self._recreate_with_icc_off(str(winner["Id"]), name, peer):
@@ -801,9 +801,15 @@ class Engine:
             raise _wrap(exc, f"list networks named {name}") from exc
         return [dict(n) for n in listed if n.get("Name") == name]
 
-    def _remove_network_quietly(self, network_id: str) -> None:
-        """Remove a network nobody uses; one in use stays (Docker refuses, we log it)."""
+    def _remove_network_quietly(self, network_id: str, *, peer: str | None = None) -> None:
+        """Remove a network nobody uses but `peer` (a worker that settled on it for a moment
+        put it there; it is taken off first); one in use stays (Docker refuses, we log it)."""
         try:
+            if peer is not None:
+                members = self.api.inspect_network(network_id).get("Containers") or {}
+                if {str(m.get("Name", "")) for m in members.values()} == {peer}:
+                    for member in members:
+                        self.api.disconnect_container_from_network(member, network_id, force=True)
             self.api.remove_network(network_id)
         except NotFound:
             pass
