@@ -24,6 +24,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -774,8 +775,8 @@ class Engine:
         """Drop an older version's network (members could talk to each other) if only `peer`
         is on it; False when others still are (they keep it; our sandboxes never join it)."""
         try:
-            members = self.api.inspect_network(network_id).get("Containers") or {}
-            names = {str(m.get("Name", "")) for m in members.values()}
+            members = self._members(network_id)
+            names = set(members.values())
             if names - {peer}:
                 log.warning(
                     "network %s lets its members talk to each other and %d containers "
@@ -785,14 +786,22 @@ class Engine:
                 )
                 return False
             log.info("recreating network %s with traffic between its members off", name)
-            for member in members:
-                self.api.disconnect_container_from_network(member, network_id, force=True)
+            self._disconnect_all(network_id, members)
             self.api.remove_network(network_id)
         except NotFound:
             pass  # another worker is migrating it too
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise _wrap(exc, f"recreate network {name}") from exc
         return True
+
+    def _members(self, network_id: str) -> dict[str, str]:
+        """The containers on a network: id → name."""
+        members = self.api.inspect_network(network_id).get("Containers") or {}
+        return {str(cid): str(m.get("Name", "")) for cid, m in members.items()}
+
+    def _disconnect_all(self, network_id: str, members: Iterable[str]) -> None:
+        for member in members:
+            self.api.disconnect_container_from_network(member, network_id, force=True)
 
     def _networks_named(self, name: str) -> list[dict[str, Any]]:
         try:
@@ -806,10 +815,9 @@ class Engine:
         put it there; it is taken off first); one in use stays (Docker refuses, we log it)."""
         try:
             if peer is not None:
-                members = self.api.inspect_network(network_id).get("Containers") or {}
-                if {str(m.get("Name", "")) for m in members.values()} == {peer}:
-                    for member in members:
-                        self.api.disconnect_container_from_network(member, network_id, force=True)
+                members = self._members(network_id)
+                if set(members.values()) == {peer}:
+                    self._disconnect_all(network_id, members)
             self.api.remove_network(network_id)
         except NotFound:
             pass
