@@ -2,7 +2,7 @@
 each episode through the statuses a real one writes (starting, running, then a HumanEval-
 sized result), so what is measured is the API process and Redis alone, repeatably.
 
-    python bench/api_cost.py [--episodes 200] [--rounds 3] [--profile]
+    python bench/api_cost.py [--episodes 200] [--rounds 3] [--refusals 3000] [--profile]
 
 The stack: a redis-server of this run's own, `proctor serve` (one API process). Each round
 sends one `POST /v1/episodes/batch` and a `POST /v1/episodes/results?wait=` for all of it
@@ -12,6 +12,10 @@ on behalf of the API (the stand-in's own writes are counted apart, by a client o
 that `INFO commandstats` cannot tell from the API's: so read `commands` from
 bench/redis_cost.py, which runs real workers). `--profile` runs the app in this process
 under cProfile instead (threads' work inlined) and prints the top functions.
+
+Then what a refusal costs the API under a flood (`--refusals` requests from 256 keep-alive
+connections, the queue full): asked of Redis each time (no drain rate known, so the door
+never shuts), and with the door (`service/door.py`) shut by a known drain rate.
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ import threading
 import time
 from typing import Any
 
+import aiohttp
 import httpx
 import redis
 from harness import REPO_ROOT, RESULTS, free_port, write
 from neighbours import PrivateRedis
 from redis_cost import batch
 
+from core import keys
 from core.results import ended
 from core.store import EpisodeStore
 from proctor.models import (
@@ -124,6 +130,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=200, help="per round (one batch)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pace-s", type=float, default=0.01, help="between status changes")
+    parser.add_argument("--refusals", type=int, default=3000, help="requests per refusal flood")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     problems = humaneval.load()
@@ -181,15 +188,80 @@ def main() -> None:
                 print(rows[-1], flush=True)
             best = min(rows, key=lambda row: row["api_cpu_ms"])
             print(f"best of {args.rounds}: {best}")
-            RESULTS.mkdir(parents=True, exist_ok=True)
-            write("api_cost", {"settings": vars(args), "rounds": rows, "best": best})
         finally:
             api.send_signal(signal.SIGTERM)
             api.wait(timeout=30)
+        stand_in.stop.set()  # from here on, what is queued stays queued
+        stand_in.join(timeout=5)
+        refused = refusal_cost(env, client, bodies_of(problems, args.refusals, "refused"))
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        write(
+            "api_cost",
+            {"settings": vars(args), "rounds": rows, "best": best, "refusals": refused},
+        )
     finally:
         stand_in.stop.set()
         stand_in.join(timeout=5)
         server.close()
+
+
+def refusal_cost(
+    env: dict[str, str], client: redis.Redis, bodies: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The API's CPU per refused request, the queue full (a depth bound of 1, one episode
+    queued and nobody taking it), asked of Redis each time and then with the door shut."""
+    api = subprocess.Popen(
+        [sys.executable, "-m", "proctor.cli", "serve"],
+        env={**env, "PROCTOR_MAX_QUEUE_DEPTH": "1", "PROCTOR_DEDUP_TTL_S": "0"},
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{env['PROCTOR_PORT']}"
+    rows = []
+    try:
+        wait_up(url)
+        httpx.post(f"{url}/v1/episodes", json=bodies[0]).raise_for_status()  # the queue is full
+        for refused_by, gap in (("redis", None), ("door", "0.5")):
+            # the door shuts only for as long as a known drain rate says the queue needs
+            client.delete(keys.PACE)
+            if gap is not None:
+                client.hset(keys.PACE, "gap", gap)
+            before = cpu_s(api.pid)
+            statuses, at_door = asyncio.run(flood(url, bodies[1:]))
+            per_ms = 1000 * (cpu_s(api.pid) - before) / len(statuses)
+            rows.append(
+                {
+                    "refused_by": refused_by,
+                    "requests": len(statuses),
+                    "all_429": all(code == 429 for code in statuses),
+                    "answered_at_door": at_door,
+                    "api_cpu_ms_per_request": round(per_ms, 3),
+                }
+            )
+            print(rows[-1], flush=True)
+    finally:
+        api.send_signal(signal.SIGTERM)
+        api.wait(timeout=30)
+    return rows
+
+
+async def flood(url: str, bodies: list[dict[str, Any]]) -> tuple[list[int], int]:
+    """Every body sent from 256 keep-alive connections at once; the statuses, and how many
+    were refused at the door (its message) rather than by Redis."""
+    connector = aiohttp.TCPConnector(limit=256)
+    async with aiohttp.ClientSession(url, connector=connector) as session:
+        slots = asyncio.Semaphore(256)
+
+        async def one(body: dict[str, Any]) -> tuple[int, bool]:
+            async with slots, session.post("/v1/episodes", json=body) as response:
+                answer = await response.json()
+                message = answer.get("error", {}).get("message", "")
+                return response.status, "over its bound" in message
+
+        answers = await asyncio.gather(*(one(body) for body in bodies))
+    return [status for status, _ in answers], sum(door for _, door in answers)
 
 
 def redis_cpu(client: redis.Redis) -> float:

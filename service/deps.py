@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -58,21 +59,17 @@ def check_token(resources: Resources, credentials: HTTPAuthorizationCredentials 
         return
     if credentials is None:
         raise Unauthorized("a bearer token is required", headers={"WWW-Authenticate": "Bearer"})
-    offered = credentials.credentials.encode()
-    if not any(hmac.compare_digest(offered, token.encode()) for token in tokens):
+    if not token_valid(tokens, credentials.credentials):
         raise Unauthorized("the bearer token is not valid", headers={"WWW-Authenticate": "Bearer"})
 
 
+def token_valid(tokens: Sequence[str], offered: str) -> bool:
+    """`offered` is one of `tokens` (compared in constant time)."""
+    encoded = offered.encode()
+    return any(hmac.compare_digest(encoded, token.encode()) for token in tokens)
+
+
 Authenticated = Depends(require_token)
-
-
-async def require_open_queue(resources: ResourcesDep) -> None:
-    """429 before the body is validated while the queue is known to be over its bound
-    (`EpisodeQueue.check_open`): a refusal then costs the API little."""
-    resources.queue.check_open()
-
-
-QueueOpen = Depends(require_open_queue)
 
 
 async def adapter_auth(

@@ -123,11 +123,16 @@ def _kind(status: int) -> str:
         return "HTTPError"
 
 
+def error_response(exc: ApiError) -> JSONResponse:
+    """The answer to a refusal of ours, in the envelope."""
+    body = _error_body(type(exc).__name__, exc.message)
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        body = _error_body(type(exc).__name__, exc.message)
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

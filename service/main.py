@@ -19,6 +19,7 @@ from core.sink import EpisodeSink
 from core.store import EpisodeStore, ReplyWaiter
 from service.body_limit import BodySizeLimit
 from service.deps import Resources
+from service.door import QueueDoor
 from service.errors import install_error_handlers
 from service.events import EpisodeEvents
 from service.images import ImageCheck
@@ -94,6 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(QueueDoor, paths=episodes.CREATE_PATHS)  # outermost: refusals first
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(metrics.router)

@@ -14,8 +14,9 @@ the bound; the RQ jobs are enqueued right after (an API that dies in between lea
 episodes without a job, which the workers' janitor ends).
 
 A refusal also tells how long the queue takes, by its drain rate, to take one more
-episode; until then this API process refuses new work at the door (`check_open`), before
-the body is validated or Redis is asked. A flood of clients that resend at once on a 429
+episode; until then this API process refuses new work at the door (`check_open`; for the
+routes that queue episodes, `service.door` answers in front of the application), before
+the body is read or Redis is asked. A flood of clients that resend at once on a 429
 then costs the API little, and the episodes it accepts are not held up behind it. An
 identical request that would have shared a queued episode is refused too meanwhile.
 """

@@ -224,6 +224,30 @@ def test_past_the_wait_bound_the_answer_is_429_with_retry_after(
     assert httpx.post(f"{url}/v1/episodes", json={"task": "not a task"}).status_code == 422
 
 
+def test_the_shut_door_answers_only_clients_with_a_valid_token() -> None:
+    """While the door is shut (`service.door`), a request without a valid token still gets
+    its 401, and one with a valid token its 429, on both routes that queue episodes."""
+    with api_alone(PROCTOR_MAX_QUEUE_WAIT_S="1", PROCTOR_API_TOKENS="s3cret") as (url, redis_url):
+        with redis.Redis.from_url(redis_url) as client:  # one worker, 3 s an episode
+            client.zadd(keys.WORKERS, {"worker-1": time.time()})
+            client.hset(keys.PACE, "busy", "3.0")
+        token = {"Authorization": "Bearer s3cret"}
+        assert httpx.post(f"{url}/v1/episodes", json=episode(ADD), headers=token).is_success
+        second = episode(ADD, timeout_s=5)
+        refused = httpx.post(f"{url}/v1/episodes", json=second, headers=token)
+        assert refused.status_code == 429, refused.text  # 3 s of waiting: the door shuts
+        for path, body in (("/v1/episodes", {"task": "x"}), ("/v1/episodes/batch", {})):
+            assert httpx.post(f"{url}{path}", json=body).status_code == 401
+            wrong = {"Authorization": "Bearer wrong"}
+            assert httpx.post(f"{url}{path}", json=body, headers=wrong).status_code == 401
+            shut = httpx.post(f"{url}{path}", json=body, headers=token)
+            assert shut.status_code == 429, shut.text
+            assert shut.json()["error"]["type"] == "Overloaded"
+            assert "over its bound" in shut.json()["error"]["message"]
+            assert int(shut.headers["Retry-After"]) >= 1
+        assert queued(redis_url) == 1
+
+
 def test_auth_is_enforced_when_tokens_are_configured(api_with_tokens: str) -> None:
     url = f"{api_with_tokens}/v1/episodes/ep_x"
     assert httpx.get(url).status_code == 401
