@@ -19,8 +19,9 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
     pace                  hash: gap (s, a moving average of the time between  PACE
                           two ends while episodes wait: the drain rate), busy
                           (s, of a worker's time on a one-shot episode), the
-                          last end's time and whether episodes waited then:
-                          what the wait bound estimates a newcomer's wait from
+                          last end's time and whether episodes have waited
+                          since (cleared when the queue runs dry): what the
+                          wait bound estimates a newcomer's wait from
     dedup:{sha256}        string: the episode of an identical one-shot request dedup()
                           (expires after PROCTOR_DEDUP_TTL_S)
     events                pub/sub: an episode id when it ends, and when an     EVENTS
@@ -183,8 +184,9 @@ if ARGV[6] ~= '' and ARGV[7] ~= '' and redis.call('HGET', KEYS[1], 'mode') ~= IN
   mean = mean and mean + (busy - mean) * PACE_WEIGHT or busy
   redis.call('HSET', KEYS[10], 'busy', tostring(mean))
 end
--- the drain rate: the gap between this end and the last, when episodes waited at both
--- (so no worker idled in between); Redis's clock, one for every host
+-- the drain rate: the gap between this end and the last, when episodes waited throughout
+-- (at both ends, and the queue never ran dry in between: `_ADVANCE`), so no worker idled
+-- in between; Redis's clock, one for every host
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) + tonumber(clock[2]) / 1e6
 local waiting = redis.call('ZCARD', KEYS[9]) > 0 and 1 or 0
@@ -242,7 +244,7 @@ return 1
 # Move a live episode forward (queued → starting → running → evaluating) unless it ended.
 # Only what a wait waits for is published: an interactive episode's sandbox being ready
 # (running); the end is published by `_FINISH`.
-# KEYS: episode, events, queued. ARGV: id, status, then field, value pairs.
+# KEYS: episode, events, queued, pace. ARGV: id, status, then field, value pairs.
 _ADVANCE = (
     _LUA_STATUSES
     + """
@@ -253,7 +255,11 @@ local id = ARGV[1]
 local fields = {'status', ARGV[2]}  -- the status and the fields, in one HSET
 for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
-if ARGV[2] ~= QUEUED then redis.call('ZREM', KEYS[3], id) end
+if ARGV[2] ~= QUEUED and redis.call('ZREM', KEYS[3], id) == 1
+   and redis.call('ZCARD', KEYS[3]) == 0 then
+  -- the queue ran dry: until the next end, workers may idle, so that gap is no drain
+  redis.call('HSET', KEYS[4], 'waiting', 0)
+end
 if ARGV[2] == RUNNING and redis.call('HGET', KEYS[1], 'mode') == INTERACTIVE then
   redis.call('PUBLISH', KEYS[2], id)
 end
@@ -264,8 +270,8 @@ return 1
 # Dedup, the queue bounds and the records of a whole batch in one step, so that concurrent
 # submissions can neither run identical requests twice nor overshoot a bound. Two bounds:
 # the queue's depth, and (when set) the wait of the batch's last episode: what is queued
-# times the mean gap between two ends while episodes waited (the drain rate, `_FINISH`;
-# Little's law). Until episodes have waited, a worker's mean time on an episode over the
+# times the mean gap between two ends while episodes waited throughout (the drain rate,
+# `_FINISH`; Little's law). Until episodes have waited, a worker's mean time on an episode over the
 # live workers stands in (it misses what a worker spends between episodes); until an
 # episode has ended only the depth bound holds. With nothing queued a batch passes the
 # wait bound, so one larger than it still gets in.
@@ -838,7 +844,7 @@ class EpisodeStore:
         args: list[str] = [episode_id, status.value]
         for name, value in fields.items():
             args += [name, value]
-        script_keys = [keys.episode(episode_id), keys.EVENTS, keys.QUEUED]
+        script_keys = [keys.episode(episode_id), keys.EVENTS, keys.QUEUED, keys.PACE]
         return int(self._advance(keys=script_keys, args=args)) == 1
 
     def finish(self, result: EpisodeResult, *, request: EpisodeCreate | None = None) -> bool:

@@ -174,6 +174,29 @@ def test_the_drain_rate_is_the_gap_between_ends_while_episodes_wait(
 
 
 @pytest.mark.redis
+def test_a_gap_in_which_the_queue_ran_dry_is_no_drain(
+    quiet_redis: redis.Redis, fresh_queue: EpisodeStore
+) -> None:
+    """Episodes waited at both ends, but in between the last waiting one was taken and the
+    workers may have idled (a pause between two bursts): that gap is not counted."""
+    waiting = created(fresh_queue)
+    ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
+    time.sleep(0.05)
+    ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
+    measured = pace(quiet_redis, "gap")
+    assert measured is not None
+    assert fresh_queue.advance(waiting, EpisodeStatus.starting, worker="w1")  # the queue is dry
+    time.sleep(0.3)
+    created(fresh_queue)  # the next burst
+    ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
+    assert pace(quiet_redis, "gap") == measured
+    time.sleep(0.05)  # episodes waited throughout since that end: counted again
+    ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
+    gap = pace(quiet_redis, "gap")
+    assert gap is not None and gap != measured
+
+
+@pytest.mark.redis
 def test_the_wait_bound_counts_the_drain_rate_once_measured(
     quiet_redis: redis.Redis, fresh_queue: EpisodeStore
 ) -> None:
