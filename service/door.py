@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.deps import Resources, token_valid
 from service.errors import Overloaded, error_response
@@ -34,11 +34,20 @@ class QueueDoor:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self.paths:
             resources: Resources | None = getattr(scope["app"].state, "resources", None)
             if resources is not None and _authorized(resources, scope):
+                queue = resources.queue
                 try:
-                    resources.queue.check_open()
+                    queue.check_open()
                 except Overloaded as shut:
                     await error_response(shut)(scope, receive, send)
                     return
+
+                async def answer(message: Message) -> None:
+                    if message["type"] == "http.response.start":
+                        queue.end_probe()  # answered before its episode was queued: a 422
+                    await send(message)
+
+                await self.app(scope, receive, answer)
+                return
         await self.app(scope, receive, send)
 
 

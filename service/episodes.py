@@ -204,12 +204,15 @@ async def wait_for_public(
 
 async def submit(resources: Resources, requests: Sequence[EpisodeCreate]) -> list[str]:
     """Validate, check that a worker can run them, store and enqueue (all or none); ids."""
-    for request in requests:
-        validate_request(resources, request)
-    resources.queue.check_open()
-    if any(r.task.repo is not None for r in requests):  # else sealing would change nothing
-        requests = [await to_thread.run_sync(seal_repository, r) for r in requests]
-    return await to_thread.run_sync(_store_and_enqueue, resources, requests)
+    try:
+        for request in requests:
+            validate_request(resources, request)
+        resources.queue.check_open()
+        if any(r.task.repo is not None for r in requests):  # else sealing changes nothing
+            requests = [await to_thread.run_sync(seal_repository, r) for r in requests]
+        return await to_thread.run_sync(_store_and_enqueue, resources, requests)
+    finally:
+        resources.queue.end_probe()  # refused before Redis was asked: another may try
 
 
 def _store_and_enqueue(resources: Resources, requests: Sequence[EpisodeCreate]) -> list[str]:

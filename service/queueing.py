@@ -16,13 +16,15 @@ episodes without a job, which the workers' janitor ends).
 A refusal also tells how long the queue takes, by its drain rate, to take one more
 episode; until then this API process refuses new work at the door (`check_open`; for the
 routes that queue episodes, `service.door` answers in front of the application), before
-the body is read or Redis is asked. A flood of clients that resend at once on a 429
-then costs the API little, and the episodes it accepts are not held up behind it. An
-identical request that would have shared a queued episode is refused too meanwhile.
+the body is read or Redis is asked. Then one request at a time is let through to find
+out, until Redis admits one. A flood of clients that resend at once on a 429 then costs
+the API little, and the episodes it accepts are not held up behind it. An identical
+request that would have shared a queued episode is refused too meanwhile.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import math
@@ -54,8 +56,11 @@ from service.errors import Overloaded
 SUCCEEDED_JOB_TTL_S = 1
 FAILED_JOB_TTL_S = JOB_RESULT_TTL_S * 60
 # The door stays shut at most this long after a refusal, whatever the drain estimate says
-# (a worker host that joins drains faster than the estimate knows)
+# (a worker host that joins drains faster than the estimate knows); and a request let
+# through to find out whether one more episode passes holds it at most this long
 MAX_SHUT_S = 1.0
+# The request of this context that was let through after a refusal (`check_open`)
+_PROBE: contextvars.ContextVar[object | None] = contextvars.ContextVar("probe", default=None)
 
 
 def content_key(request: EpisodeCreate) -> str:
@@ -90,16 +95,41 @@ class EpisodeQueue:
         self.dedup_ttl_s = dedup_ttl_s
         self.queue = Queue(QUEUE_NAME, connection=client, serializer=JSONSerializer)
         self._shut_until = 0.0  # monotonic: refuse at the door until then
+        self._refused_last = False  # the last answer from Redis was a refusal
+        self._probe: tuple[object, float] | None = None  # let through, until (monotonic)
 
     def check_open(self) -> None:
-        """Refuse (429) while the last refusal's drain estimate says no episode would pass."""
-        left = self._shut_until - time.monotonic()
+        """Refuse (429) while the last refusal's drain estimate says no episode would pass,
+        and then, until Redis answers again, all but one request: the probe, let through to
+        find out whether one more passes. Without it, every request in line when the door
+        opened would ask Redis, and all but one be refused, at full cost."""
+        now = time.monotonic()
+        left = self._shut_until - now
         if left > 0:
             raise Overloaded(
                 f"the queue is over its bound (about {left:.2f} s more by its drain rate); "
                 "retry later",
                 headers={"Retry-After": str(max(1, math.ceil(left)))},
             )
+        if not self._refused_last or _PROBE.get() is not None:
+            return
+        probe = self._probe
+        if probe is not None and probe[1] > now:
+            raise Overloaded(
+                "the queue is over its bound (a request is finding out whether one more "
+                "episode passes); retry later",
+                headers={"Retry-After": "1"},
+            )
+        token = object()
+        self._probe = (token, now + MAX_SHUT_S)
+        _PROBE.set(token)
+
+    def end_probe(self) -> None:
+        """If this context's request is the probe, it no longer is: it was answered before
+        Redis was asked (a bad body, an image no worker has)."""
+        token, probe = _PROBE.get(), self._probe
+        if token is not None and probe is not None and probe[0] is token:
+            self._probe = None
 
     def submit(self, requests: Sequence[EpisodeCreate]) -> list[str]:
         """Store and enqueue episodes (a whole batch at once, or none of it); ids in order.
@@ -121,6 +151,7 @@ class EpisodeQueue:
             worker_ttl_s=self.worker_ttl_s,
             dedup_ttl_s=self.dedup_ttl_s,
         )
+        self._refused_last, self._probe = admission.refused, None
         if admission.refused:
             self._shut_until = time.monotonic() + min(admission.reopen_s, MAX_SHUT_S)
         if admission.refused and admission.wait_s is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Iterator
 
@@ -70,3 +71,28 @@ def test_a_batch_refused_for_its_size_leaves_the_door_open(
         # 1.1 s for the last of 80 different ones (identical ones would share one episode)
         queue.submit([REQUEST.model_copy(update={"metadata": {"n": str(n)}}) for n in range(80)])
     queue.check_open()
+
+
+@pytest.mark.redis
+def test_when_the_door_opens_one_request_finds_out_while_the_others_are_refused(
+    quiet_redis: redis.Redis, queue: EpisodeQueue
+) -> None:
+    quiet_redis.hset(keys.PACE, "gap", "0.035")  # shut for 31 * 0.035 - 1 = 0.085 s
+    with pytest.raises(Overloaded):
+        queue.submit([REQUEST])
+    time.sleep(0.1)
+    probe, other = contextvars.Context(), contextvars.Context()  # two requests
+    probe.run(queue.check_open)  # let through: it asks Redis
+    probe.run(queue.check_open)  # and passes the checks after the door, too
+    with pytest.raises(Overloaded) as waiting:
+        other.run(queue.check_open)
+    assert "finding out" in waiting.value.message
+    other.run(queue.end_probe)  # not the probe: nothing changes
+    with pytest.raises(Overloaded):
+        other.run(queue.check_open)
+    probe.run(queue.end_probe)  # answered before Redis was asked (a bad body)
+    other.run(queue.check_open)  # the next one finds out instead
+    quiet_redis.delete(keys.QUEUED)  # the queue drained
+    other.run(queue.submit, [REQUEST])  # Redis admits it: the door is open for all
+    contextvars.Context().run(queue.check_open)
+    contextvars.Context().run(queue.check_open)
