@@ -17,7 +17,8 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
     queued                zset: episode ids not started yet, by creation time: QUEUED
                           what the queue bound counts (written with the record)
     pace                  hash: gap (s, a moving average of the time between  PACE
-                          two ends while episodes wait: the drain rate), busy
+                          two ends while episodes wait: the drain rate) and
+                          gaps (how many it has counted, up to 20), busy
                           (s, of a worker's time on a one-shot episode), the
                           last end's time and whether episodes have waited
                           since (cleared when the queue runs dry): what the
@@ -112,8 +113,8 @@ TERMINAL = tuple(s.value for s in EpisodeStatus if s.terminal)
 UNSHAREABLE = (EpisodeStatus.failed.value, EpisodeStatus.cancelled.value)
 # the weight of the newest episode in the pace (`_FINISH`): a memory of ~10 episodes
 PACE_WEIGHT = 0.2
-# … and of the newest gap between two ends: a memory of ~40 ends (one gap is noisy: with
-# many workers, ends come at random moments)
+# … and of the newest gap between two ends, once there were 20: a memory of ~40 ends (one
+# gap is noisy: with many workers, ends come at random moments)
 GAP_WEIGHT = 0.05
 
 
@@ -190,12 +191,15 @@ end
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) + tonumber(clock[2]) / 1e6
 local waiting = redis.call('ZCARD', KEYS[9]) > 0 and 1 or 0
-local last = redis.call('HMGET', KEYS[10], 'last', 'waiting', 'gap')
+local last = redis.call('HMGET', KEYS[10], 'last', 'waiting', 'gap', 'gaps')
 if waiting == 1 and last[2] == '1' then
   local gap = math.max(now - tonumber(last[1]), 0)
+  -- the mean of the gaps so far, then (from 1 / GAP_WEIGHT of them) a moving average: the
+  -- first few gaps, often of a slow start, do not outweigh the next ones for long
+  local n = math.min((tonumber(last[4]) or 0) + 1, 1 / GAP_WEIGHT)
   local mean = tonumber(last[3])
-  mean = mean and mean + (gap - mean) * GAP_WEIGHT or gap
-  redis.call('HSET', KEYS[10], 'gap', tostring(mean))
+  mean = mean and mean + (gap - mean) / n or gap
+  redis.call('HSET', KEYS[10], 'gap', tostring(mean), 'gaps', n)
 end
 redis.call('HSET', KEYS[10], 'last', tostring(now), 'waiting', waiting)
 local buckets = cjson.decode(ARGV[11])

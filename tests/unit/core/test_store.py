@@ -160,9 +160,9 @@ def test_the_drain_rate_is_the_gap_between_ends_while_episodes_wait(
     assert first is not None and 0.2 <= first < 1.0
     time.sleep(0.1)
     ended(fresh_queue, EpisodeMode.interactive, queued_s=0.0, total_s=60.0)  # any end drains
-    gap = pace(quiet_redis, "gap")  # moved by GAP_WEIGHT toward this gap (0.1 s and a bit)
+    gap = pace(quiet_redis, "gap")  # the mean of the two gaps (the second 0.1 s and a bit)
     assert gap is not None
-    assert first + (0.1 - first) * GAP_WEIGHT <= gap <= first + (1.0 - first) * GAP_WEIGHT
+    assert (first + 0.1) / 2 <= gap <= (first + 1.0) / 2
     # with nothing waiting, workers may idle: a gap then says nothing of the drain rate
     quiet_redis.delete(keys.QUEUED)
     measured = pace(quiet_redis, "gap")
@@ -171,6 +171,25 @@ def test_the_drain_rate_is_the_gap_between_ends_while_episodes_wait(
     quiet_redis.zadd(keys.QUEUED, {waiting[0]: time.time()})
     ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)  # the last end: idle
     assert pace(quiet_redis, "gap") == measured
+
+
+@pytest.mark.redis
+def test_the_drain_rate_is_a_mean_of_the_first_gaps_then_a_moving_average(
+    quiet_redis: redis.Redis, fresh_queue: EpisodeStore
+) -> None:
+    created(fresh_queue)  # it stays queued throughout
+    quiet_redis.hset(keys.PACE, mapping={"last": "0", "waiting": "1"})
+    for gap in [1.0] + [0.0] * 19:  # a slow start, then ends at once: 20 gaps of Redis's clock
+        quiet_redis.hset(keys.PACE, "last", str(time.time() - gap))
+        ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
+    mean = pace(quiet_redis, "gap")
+    assert mean is not None and 0.05 <= mean < 0.06  # the mean of 20, not 1.0 * 0.95^19
+    assert pace(quiet_redis, "gaps") == 1 / GAP_WEIGHT
+    quiet_redis.hset(keys.PACE, "last", str(time.time() - 1.0))
+    ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
+    moved = pace(quiet_redis, "gap")  # from now on by GAP_WEIGHT
+    assert moved is not None
+    assert moved == pytest.approx(mean + (1.0 - mean) * GAP_WEIGHT, abs=0.005)
 
 
 @pytest.mark.redis
