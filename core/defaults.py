@@ -116,6 +116,9 @@ IMAGE_RETRY_AFTER_S: Final = 10  # `Retry-After` when no live worker can run an 
 REDIS_DOWN_RETRY_AFTER_S: Final = 5  # `Retry-After` of a 503 for Redis not answering
 EVENTS_RECONNECT_S: Final = 0.5  # the API's event listener re-subscribes after this
 STATUS_READS_IN_FLIGHT: Final = 32  # an API process's waits read statuses this many at once
+# an API process's requests to queue episodes between its door and Redis's answer at once
+# (`EpisodeQueue.enter`)
+INTAKE_LANES: Final = 4
 INLINE_DECODE_BYTES: Final = 64 * 1024  # a result up to this is decoded on the event loop
 
 # ---------------------------------------------------------------- interactive episodes (API)

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.deps import Resources, token_valid
 from service.errors import Overloaded, error_response
+from service.queueing import EpisodeQueue
 
 
 class QueueDoor:
@@ -34,21 +35,44 @@ class QueueDoor:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self.paths:
             resources: Resources | None = getattr(scope["app"].state, "resources", None)
             if resources is not None and _authorized(resources, scope):
-                queue = resources.queue
-                try:
-                    queue.check_open()
-                except Overloaded as shut:
-                    await error_response(shut)(scope, receive, send)
-                    return
-
-                async def answer(message: Message) -> None:
-                    if message["type"] == "http.response.start":
-                        queue.end_probe()  # answered before its episode was queued: a 422
-                    await send(message)
-
-                await self.app(scope, receive, answer)
+                await self._through(resources.queue, scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+    async def _through(
+        self, queue: EpisodeQueue, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """Refused at once while the door is shut; else the body is read (a slow upload
+        holds no intake lane) and the request waits for its lane (`EpisodeQueue.enter`),
+        which it holds until its answer from Redis, or its response if that comes first."""
+        try:
+            queue.check_open()
+            body = await _read_body(receive)
+            await queue.enter()
+        except Overloaded as shut:
+            await error_response(shut)(scope, receive, send)
+            return
+
+        async def replay() -> Message:
+            return body.pop(0) if body else await receive()
+
+        async def answer(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                queue.answered()  # answered before its episode was queued: a 422
+            await send(message)
+
+        try:
+            await self.app(scope, replay, answer)
+        finally:
+            queue.answered()
+
+
+async def _read_body(receive: Receive) -> list[Message]:
+    """The request's messages up to the end of its body (`BodySizeLimit`, outside, counts)."""
+    messages = [await receive()]
+    while messages[-1]["type"] == "http.request" and messages[-1].get("more_body", False):
+        messages.append(await receive())
+    return messages
 
 
 def _authorized(resources: Resources, scope: Scope) -> bool:

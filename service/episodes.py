@@ -212,7 +212,7 @@ async def submit(resources: Resources, requests: Sequence[EpisodeCreate]) -> lis
             requests = [await to_thread.run_sync(seal_repository, r) for r in requests]
         return await to_thread.run_sync(_store_and_enqueue, resources, requests)
     finally:
-        resources.queue.end_probe()  # refused before Redis was asked: another may try
+        resources.queue.answered()  # its intake lane and probe go to the next request
 
 
 def _store_and_enqueue(resources: Resources, requests: Sequence[EpisodeCreate]) -> list[str]:

@@ -94,8 +94,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Sandboxed code-execution rewards for RL, hard to cheat.",
         lifespan=lifespan,
     )
+    # the last added is the outermost: the size limit counts what the door reads
+    app.add_middleware(QueueDoor, paths=episodes.CREATE_PATHS)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(QueueDoor, paths=episodes.CREATE_PATHS)  # outermost: refusals first
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(metrics.router)

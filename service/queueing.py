@@ -24,6 +24,7 @@ request that would have shared a queued episode is refused too meanwhile.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import hashlib
 import json
@@ -38,6 +39,7 @@ from rq.serializers import JSONSerializer
 from core import keys
 from core.defaults import (
     HEARTBEAT_TTL_S,
+    INTAKE_LANES,
     JOB_OVERHEAD_S,
     JOB_RESULT_TTL_S,
     QUEUE_FULL_RETRY_AFTER_S,
@@ -61,6 +63,8 @@ FAILED_JOB_TTL_S = JOB_RESULT_TTL_S * 60
 MAX_SHUT_S = 1.0
 # The request of this context that was let through after a refusal (`check_open`)
 _PROBE: contextvars.ContextVar[object | None] = contextvars.ContextVar("probe", default=None)
+# … and the intake lane it holds (`enter`)
+_LANE: contextvars.ContextVar[_Lane | None] = contextvars.ContextVar("lane", default=None)
 
 
 def content_key(request: EpisodeCreate) -> str:
@@ -86,6 +90,7 @@ class EpisodeQueue:
         max_wait_s: float = 0.0,
         worker_ttl_s: float = HEARTBEAT_TTL_S,
         dedup_ttl_s: int = 600,
+        intake_lanes: int = INTAKE_LANES,
     ) -> None:
         self.redis = client
         self.store = store
@@ -97,6 +102,22 @@ class EpisodeQueue:
         self._shut_until = 0.0  # monotonic: refuse at the door until then
         self._refused_last = False  # the last answer from Redis was a refusal
         self._probe: tuple[object, float] | None = None  # let through, until (monotonic)
+        self._lanes = asyncio.Semaphore(intake_lanes)
+
+    async def enter(self) -> None:
+        """Take an intake lane, then pass the door (`check_open`). At most `intake_lanes`
+        requests are between the door and their answer from Redis; the others wait here,
+        before their body is read, and are refused here if the door shuts meanwhile.
+        Without lanes, a burst into an open door is validated and sent to Redis whole
+        before the first refusal can shut it. The caller calls `answered` once Redis
+        answered (or never will)."""
+        await self._lanes.acquire()
+        _LANE.set(_Lane(self._lanes))
+        try:
+            self.check_open()
+        except Overloaded:
+            self.answered()
+            raise
 
     def check_open(self) -> None:
         """Refuse (429) while the last refusal's drain estimate says no episode would pass,
@@ -124,9 +145,13 @@ class EpisodeQueue:
         self._probe = (token, now + MAX_SHUT_S)
         _PROBE.set(token)
 
-    def end_probe(self) -> None:
-        """If this context's request is the probe, it no longer is: it was answered before
-        Redis was asked (a bad body, an image no worker has)."""
+    def answered(self) -> None:
+        """This context's request has its answer from Redis, or will never ask (a bad body,
+        an image no worker has): it leaves its intake lane, and if it was the probe, another
+        may find out. Called on the event loop; more than once is harmless."""
+        lane = _LANE.get()
+        if lane is not None:
+            lane.leave()
         token, probe = _PROBE.get(), self._probe
         if token is not None and probe is not None and probe[0] is token:
             self._probe = None
@@ -201,3 +226,15 @@ class EpisodeQueue:
     def depth(self) -> int:
         """Episodes waiting for a worker (the bound counts these)."""
         return self.store.queued_count()
+
+
+class _Lane:
+    """An intake lane held by one request: left once."""
+
+    def __init__(self, lanes: asyncio.Semaphore) -> None:
+        self._lanes: asyncio.Semaphore | None = lanes
+
+    def leave(self) -> None:
+        if self._lanes is not None:
+            self._lanes.release()
+            self._lanes = None

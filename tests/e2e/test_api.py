@@ -68,6 +68,11 @@ def test_oversized_body_is_413(http: httpx.Client) -> None:
     big["solution"]["files"] = {f"f{i}.py": "x" * 4_000_000 for i in range(10)}
     response = http.post("/v1/episodes", json=big)
     assert response.status_code == 413
+    # streamed, with no length declared: counted as it is read (the door reads it first)
+    chunks = (b"x" * 1_000_000 for _ in range(50))
+    headers = {"content-type": "application/json"}
+    streamed = http.post("/v1/episodes", content=chunks, headers=headers)
+    assert streamed.status_code == 413
 
 
 def test_wait_zero_answers_202_then_get_waits(http: httpx.Client) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import time
 from collections.abc import Iterator
@@ -87,12 +88,41 @@ def test_when_the_door_opens_one_request_finds_out_while_the_others_are_refused(
     with pytest.raises(Overloaded) as waiting:
         other.run(queue.check_open)
     assert "finding out" in waiting.value.message
-    other.run(queue.end_probe)  # not the probe: nothing changes
+    other.run(queue.answered)  # not the probe: nothing changes
     with pytest.raises(Overloaded):
         other.run(queue.check_open)
-    probe.run(queue.end_probe)  # answered before Redis was asked (a bad body)
+    probe.run(queue.answered)  # answered before Redis was asked (a bad body)
     other.run(queue.check_open)  # the next one finds out instead
     quiet_redis.delete(keys.QUEUED)  # the queue drained
     other.run(queue.submit, [REQUEST])  # Redis admits it: the door is open for all
     contextvars.Context().run(queue.check_open)
     contextvars.Context().run(queue.check_open)
+
+
+@pytest.mark.redis
+async def test_requests_past_the_intake_lanes_wait_and_are_refused_if_the_door_shuts(
+    quiet_redis: redis.Redis, queue: EpisodeQueue
+) -> None:
+    quiet_redis.hset(keys.PACE, "gap", "0.035")  # a refusal shuts the door for 0.085 s
+    one_lane = EpisodeQueue(quiet_redis, queue.store, max_wait_s=1.0, intake_lanes=1)
+    answer = asyncio.Event()
+
+    async def request() -> None:
+        await one_lane.enter()
+        await answer.wait()
+        one_lane.answered()
+
+    first = asyncio.create_task(request())
+    await asyncio.sleep(0.01)
+    second = asyncio.create_task(one_lane.enter())
+    await asyncio.sleep(0.05)
+    assert not second.done()  # waits for the lane, its body not yet read
+    with pytest.raises(Overloaded):
+        one_lane.submit([REQUEST])  # Redis refuses: the door shuts
+    answer.set()
+    await first
+    with pytest.raises(Overloaded) as refused:
+        await second  # its turn came with the door shut: refused there, the lane given back
+    assert "over its bound" in refused.value.message
+    await asyncio.sleep(0.1)
+    await asyncio.wait_for(one_lane.enter(), 1)  # the door open again, and the lane free
