@@ -10,6 +10,10 @@ for `EpisodeQueue.check_open` to say; the submit path checks it again for whatev
 middleware let through (and for the adapters' routes, which answer overload in their own
 formats).
 
+With the door open, a request reads its body and then waits for an intake lane
+(`EpisodeQueue.enter`): a burst is then sent on a few at a time, and what waits is refused
+here the moment Redis's first refusal shuts the door.
+
 With bearer tokens configured, a request without a valid one goes on to the application,
 which answers 401 as it would at any other time: the door answers only the clients it
 would have answered anyway.
@@ -58,13 +62,13 @@ class QueueDoor:
 
         async def answer(message: Message) -> None:
             if message["type"] == "http.response.start":
-                queue.answered()  # answered before its episode was queued: a 422
+                queue.leave()  # answered before its episode was queued: a 422
             await send(message)
 
         try:
             await self.app(scope, replay, answer)
         finally:
-            queue.answered()
+            queue.leave()
 
 
 async def _read_body(receive: Receive) -> list[Message]:

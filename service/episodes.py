@@ -209,10 +209,11 @@ async def submit(resources: Resources, requests: Sequence[EpisodeCreate]) -> lis
             validate_request(resources, request)
         resources.queue.check_open()
         if any(r.task.repo is not None for r in requests):  # else sealing changes nothing
+            resources.queue.leave()  # sealing takes a while: not in an intake lane
             requests = [await to_thread.run_sync(seal_repository, r) for r in requests]
         return await to_thread.run_sync(_store_and_enqueue, resources, requests)
     finally:
-        resources.queue.answered()  # its intake lane and probe go to the next request
+        resources.queue.leave()  # its intake lane and probe go to the next request
 
 
 def _store_and_enqueue(resources: Resources, requests: Sequence[EpisodeCreate]) -> list[str]:

@@ -107,16 +107,16 @@ class EpisodeQueue:
     async def enter(self) -> None:
         """Take an intake lane, then pass the door (`check_open`). At most `intake_lanes`
         requests are between the door and their answer from Redis; the others wait here,
-        before their body is read, and are refused here if the door shuts meanwhile.
+        and are refused here if the door shuts meanwhile.
         Without lanes, a burst into an open door is validated and sent to Redis whole
-        before the first refusal can shut it. The caller calls `answered` once Redis
+        before the first refusal can shut it. The caller calls `leave` once Redis
         answered (or never will)."""
         await self._lanes.acquire()
         _LANE.set(_Lane(self._lanes))
         try:
             self.check_open()
         except Overloaded:
-            self.answered()
+            self.leave()
             raise
 
     def check_open(self) -> None:
@@ -145,10 +145,11 @@ class EpisodeQueue:
         self._probe = (token, now + MAX_SHUT_S)
         _PROBE.set(token)
 
-    def answered(self) -> None:
-        """This context's request has its answer from Redis, or will never ask (a bad body,
-        an image no worker has): it leaves its intake lane, and if it was the probe, another
-        may find out. Called on the event loop; more than once is harmless."""
+    def leave(self) -> None:
+        """This context's request leaves the intake: it has its answer from Redis, will never
+        ask (a bad body, an image no worker has) or has a while to go before it asks (a
+        repository to seal). Its lane goes to the next request, and if it was the probe,
+        another may find out. Called on the event loop; more than once is harmless."""
         lane = _LANE.get()
         if lane is not None:
             lane.leave()

@@ -88,10 +88,10 @@ def test_when_the_door_opens_one_request_finds_out_while_the_others_are_refused(
     with pytest.raises(Overloaded) as waiting:
         other.run(queue.check_open)
     assert "finding out" in waiting.value.message
-    other.run(queue.answered)  # not the probe: nothing changes
+    other.run(queue.leave)  # not the probe: nothing changes
     with pytest.raises(Overloaded):
         other.run(queue.check_open)
-    probe.run(queue.answered)  # answered before Redis was asked (a bad body)
+    probe.run(queue.leave)  # answered before Redis was asked (a bad body)
     other.run(queue.check_open)  # the next one finds out instead
     quiet_redis.delete(keys.QUEUED)  # the queue drained
     other.run(queue.submit, [REQUEST])  # Redis admits it: the door is open for all
@@ -110,7 +110,7 @@ async def test_requests_past_the_intake_lanes_wait_and_are_refused_if_the_door_s
     async def request() -> None:
         await one_lane.enter()
         await answer.wait()
-        one_lane.answered()
+        one_lane.leave()
 
     first = asyncio.create_task(request())
     await asyncio.sleep(0.01)
