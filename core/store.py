@@ -275,9 +275,9 @@ return 1
 # submissions can neither run identical requests twice nor overshoot a bound. Two bounds:
 # the queue's depth, and (when set) the wait of the batch's last episode: what is queued
 # times the mean gap between two ends while episodes waited throughout (the drain rate,
-# `_FINISH`; Little's law). Until episodes have waited, a worker's mean time on an episode over the
-# live workers stands in (it misses what a worker spends between episodes); until an
-# episode has ended only the depth bound holds. With nothing queued a batch passes the
+# `_FINISH`; Little's law). Until episodes have waited, a worker's mean time on an episode
+# over the live workers stands in (it misses what a worker spends between episodes); until
+# an episode has ended only the depth bound holds. With nothing queued a batch passes the
 # wait bound, so one larger than it still gets in.
 # KEYS: active, queued, pace, workers. ARGV: depth bound, wait bound (s, 0: none), dedup
 # ttl, episode key prefix, live since (the heartbeat cutoff), then 6 per request: fresh

@@ -50,25 +50,25 @@ class QueueDoor:
         holds no intake lane) and the request waits for its lane (`EpisodeQueue.enter`),
         which it holds until its answer from Redis, or its response if that comes first."""
         try:
-            queue.check_open()
-            body = await _read_body(receive)
-            await queue.enter()
-        except Overloaded as shut:
-            await error_response(shut)(scope, receive, send)
-            return
+            try:
+                queue.check_open()
+                body = await _read_body(receive)
+                await queue.enter()
+            except Overloaded as shut:
+                await error_response(shut)(scope, receive, send)
+                return
 
-        async def replay() -> Message:
-            return body.pop(0) if body else await receive()
+            async def replay() -> Message:
+                return body.pop(0) if body else await receive()
 
-        async def answer(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                queue.leave()  # answered before its episode was queued: a 422
-            await send(message)
+            async def answer(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    queue.leave()  # answered before its episode was queued: a 422
+                await send(message)
 
-        try:
             await self.app(scope, replay, answer)
         finally:
-            queue.leave()
+            queue.leave()  # also a probe whose body was too large, or never came
 
 
 async def _read_body(receive: Receive) -> list[Message]:

@@ -116,7 +116,7 @@ async def test_requests_past_the_intake_lanes_wait_and_are_refused_if_the_door_s
     await asyncio.sleep(0.01)
     second = asyncio.create_task(one_lane.enter())
     await asyncio.sleep(0.05)
-    assert not second.done()  # waits for the lane, its body not yet read
+    assert not second.done()  # waits for the lane
     with pytest.raises(Overloaded):
         one_lane.submit([REQUEST])  # Redis refuses: the door shuts
     answer.set()
