@@ -32,7 +32,10 @@ from redis.backoff import EqualJitterBackoff
 from redis.client import Pipeline
 from redis.retry import Retry
 from rq import Queue, SimpleWorker
+from rq.job import Job
 from rq.serializers import JSONSerializer
+from rq.utils import now
+from rq.worker import WorkerStatus
 
 from anticheat.judge.client import Judge, JudgeSettings
 from core.config import Settings
@@ -112,9 +115,14 @@ class EpisodeWorker(SimpleWorker):
     Between two jobs RQ writes the worker's state `idle` twice and sends two heartbeats of
     three commands each, one round trip per command. A state that is already written, and a
     heartbeat within `HEARTBEAT_SKIP_S` of the last that would not push the worker key's
-    expiry further out than that one did, are skipped: the second of each, 4 of a job's ~30
-    round trips (the first heartbeat extends the key past the job's shorter one). The key
-    expires at most `HEARTBEAT_SKIP_S` earlier than RQ asked, against a TTL of minutes.
+    expiry further out than that one did, are skipped: the second of each (the first
+    heartbeat extends the key past the job's shorter one). The key expires at most
+    `HEARTBEAT_SKIP_S` earlier than RQ asked, against a TTL of minutes. The rest go out
+    together: a heartbeat's three commands are one round trip, and a job's end writes its
+    `idle` state with that heartbeat. RQ also asks before every job whether workers are
+    suspended (`rq suspend`): asked at most every `HEARTBEAT_SKIP_S` here, so a suspension
+    takes hold within that. And a job's end no longer writes the job's heartbeat on its own
+    just before the job is saved whole with it. 9 of a job's 19 round trips become 1.
     Writes on a pipeline go through unchanged: they cost no round trip of their own.
     """
 
@@ -122,6 +130,7 @@ class EpisodeWorker(SimpleWorker):
     _state_written: str | None = None
     _beat_at = 0.0  # monotonic time of the last heartbeat sent
     _beat_until = 0.0  # the worker key's expiry it set, on the same clock
+    _unsuspended_at = -HEARTBEAT_SKIP_S  # monotonic time workers were last seen not suspended
 
     def request_stop(self, signum: int, frame: object) -> None:
         self.stop_asked = True
@@ -155,8 +164,35 @@ class EpisodeWorker(SimpleWorker):
         recent = at - self._beat_at < HEARTBEAT_SKIP_S
         if pipeline is None and recent and self._beat_until >= at + ttl - HEARTBEAT_SKIP_S:
             return
-        super().heartbeat(ttl, pipeline)
+        if pipeline is None:
+            with self.connection.pipeline(transaction=False) as batch:
+                super().heartbeat(ttl, batch)
+                batch.execute()
+        else:
+            super().heartbeat(ttl, pipeline)
         self._beat_at, self._beat_until = at, at + ttl
+
+    def check_for_suspension(self, burst: bool) -> None:
+        if time.monotonic() - self._unsuspended_at < HEARTBEAT_SKIP_S:
+            return
+        super().check_for_suspension(burst)
+        self._unsuspended_at = time.monotonic()
+
+    def handle_execution_ended(self, job: Job, queue: Queue, heartbeat_ttl: int) -> None:
+        """RQ's without its write of the job's heartbeat: a job that returned is saved whole
+        right after, heartbeat included (ours have no callbacks to keep alive meanwhile);
+        one that raised keeps the heartbeat of its start beside its failure."""
+        job.ended_at = job.last_heartbeat = now()
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        """SimpleWorker's, its closing `idle` sent with the heartbeat RQ's loop sends next
+        (which then finds nothing new to say)."""
+        execution = self.prepare_execution(job)
+        self.perform_job(job, queue, execution)
+        with self.connection.pipeline(transaction=False) as batch:
+            self.set_state(WorkerStatus.IDLE, batch)
+            self.heartbeat(pipeline=batch)
+            batch.execute()
 
 
 def wait_for_redis(client: redis.Redis, url: str) -> None:
