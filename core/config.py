@@ -79,7 +79,11 @@ class Settings(BaseSettings):
     images: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=lambda: dict(defaults.IMAGES)
     )
-    runtime: str | None = Field(None, description="OCI runtime, e.g. runsc for gVisor")
+    runtime: str | None = Field(
+        None,
+        description="OCI runtime, e.g. runc, or runsc for gVisor; unset: crun where the engine"
+        " has it and it runs sandboxes here, else the engine's default",
+    )
     sandbox_user: str = defaults.SANDBOX_USER
     pool_size: int = Field(
         defaults.POOL_SIZE, ge=0, le=64, description="warm containers per image per worker"

@@ -105,6 +105,28 @@ PY
     fi
 }
 
+# crun refuses a hybrid cgroup host whose v2 hierarchy holds a controller ("cgroups in hybrid
+# mode not supported, drop all controllers from cgroupv2"). A controller is there only because
+# no v1 hierarchy claimed it (hugetlb on some hosts); while no v2 cgroup enables it, mounting a
+# v1 hierarchy for it moves it there, where runc and Docker use it like the others. Until the
+# next boot; `make setup` does it again. Nothing changes on pure v1 or v2 hosts.
+free_v2_controllers() {
+    local unified=/sys/fs/cgroup/unified controller
+    [[ -r "${unified}/cgroup.controllers" && -w /sys/fs/cgroup ]] || return 0
+    for controller in $(cat "${unified}/cgroup.controllers"); do
+        if [[ -n "$(cat "${unified}/cgroup.subtree_control")" ]]; then
+            say "cgroups: v2 enables controllers here; crun will not run (docs/isolation.md)"
+            return
+        fi
+        if mkdir -p "/sys/fs/cgroup/${controller}" 2>/dev/null \
+            && mount -t cgroup -o "${controller}" cgroup "/sys/fs/cgroup/${controller}" 2>/dev/null; then
+            say "cgroups: moved ${controller} from the v2 hierarchy to a v1 one (so crun runs here)"
+        else
+            say "cgroups: could not move ${controller} to v1; crun will not run (docs/isolation.md)"
+        fi
+    done
+}
+
 start_docker() {
     if docker info >/dev/null 2>&1; then
         say "docker: running (engine $(docker version -f '{{.Server.Version}}' 2>/dev/null))"
@@ -214,6 +236,7 @@ main() {
     mkdir -p "${run}"
     install_packages
     register_runtimes
+    free_v2_controllers
     start_docker
     start_redis
     setup_venv

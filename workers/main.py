@@ -57,7 +57,7 @@ from workers.capacity import worker_count
 from workers.guard import Guard
 from workers.honeypot import Honeypot
 from workers.janitor import Janitor, worker_name
-from workers.sandbox.checks import verify_protections
+from workers.sandbox.checks import pick_runtime, verify_protections
 from workers.sandbox.docker import Engine, SandboxError
 from workers.sandbox.pool import WarmPool
 from workers.sandbox.pooled import RunnerPool
@@ -218,8 +218,9 @@ def redact(url: str) -> str:
     return url
 
 
-def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> Engine:
-    """Wait until Docker answers, the images are there and the protections hold.
+def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> tuple[Engine, Settings]:
+    """Wait until Docker answers, the images are there and the protections hold; the
+    settings with the OCI runtime picked when they named none (`pick_runtime`).
 
     Meanwhile the worker heartbeats with its problem, so `/readyz` says what is wrong.
     """
@@ -251,9 +252,13 @@ def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> Engi
                     worker,
                     Guard(store),
                 )
-                verify_protections(engine, probe_rt.spec_for(_default_task()))
+                spec = probe_rt.spec_for(_default_task())
+                if settings.runtime is None:
+                    settings = settings.model_copy(update={"runtime": pick_runtime(engine, spec)})
+                else:
+                    verify_protections(engine, spec)
                 store.report_problem(worker, None)
-                return engine
+                return engine, settings
             except SandboxError as exc:
                 log.error(
                     "worker %s cannot run sandboxes: %s (retrying in %.0fs)",
@@ -355,7 +360,7 @@ def serve(
     store = EpisodeStore(
         client, result_ttl_s=settings.result_ttl_s, sink=EpisodeSink.of(settings, worker)
     )
-    engine = connect_engine(settings, store, worker)
+    engine, settings = connect_engine(settings, store, worker)
     # RQ imports the jobs at the first job; imported now, the grader's files they share are
     # registered before any pooled sandbox starts, which is then given them once instead of
     # in every request (`protocol.share`)

@@ -281,6 +281,13 @@ class Engine:
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise DockerUnavailable(f"the Docker engine does not answer: {exc}") from exc
 
+    def runtimes(self) -> set[str]:
+        """The OCI runtimes registered with the engine (runc and those of its daemon.json)."""
+        try:
+            return set(self.api.info().get("Runtimes") or {})
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, "list the engine's runtimes") from exc
+
     def image_problem(self, image: str) -> str | None:
         """Why this engine cannot run `image` now (None when it can); never cached."""
         try:

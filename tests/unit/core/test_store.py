@@ -210,9 +210,13 @@ def test_a_gap_in_which_the_queue_ran_dry_is_no_drain(
     ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
     assert pace(quiet_redis, "gap") == measured
     time.sleep(0.05)  # episodes waited throughout since that end: counted again
+    before = quiet_redis.hgetall(keys.PACE), quiet_redis.zcard(keys.QUEUED)
     ended(fresh_queue, EpisodeMode.oneshot, queued_s=0.0, total_s=1.0)
     gap = pace(quiet_redis, "gap")
-    assert gap is not None and gap != measured
+    # the pace and the queue before and after: if this fails, which premise went
+    after = quiet_redis.hgetall(keys.PACE), quiet_redis.zcard(keys.QUEUED)
+    assert pace(quiet_redis, "gaps") == 2, (before, after)
+    assert gap is not None and gap != measured, (before, after)
 
 
 @pytest.mark.redis
