@@ -23,7 +23,7 @@ test-unit:
 	@$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
 
 bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in bench/results/
-	@cd bench && ../$(PY) oneshot.py --runtimes runc,runsc
+	@cd bench && ../$(PY) oneshot.py --runtimes runc,runsc --docker-runtimes crun
 	@cd bench && ../$(PY) episode_cpu.py
 	@cd bench && ../$(PY) pooled_server.py
 	@cd bench && ../$(PY) interactive.py

@@ -6,6 +6,7 @@
 Baselines, measured in the same run on the same programs and at the same concurrencies:
   - plain:       each program under a plain `python3` subprocess (no isolation at all)
   - docker run:  each program under `docker run --rm --network none` of the sandbox image
+                 (the engine's default runtime; `--docker-runtimes crun` adds a row under crun)
 Proctor: every episode through the HTTP API → Redis/RQ → a worker, graded as a plain
 program passed by the grader's completion nonce (`assert`) or as a pytest test from JUnit
 XML (`junit`), in each isolation: `container` (a fresh hardened container per episode) and
@@ -261,6 +262,12 @@ def main() -> None:
         help="OCI runtimes to measure the container isolation under besides the default (crun"
         " where it runs, else runc): e.g. runc,runsc (runsc: gVisor, with no network)",
     )
+    parser.add_argument(
+        "--docker-runtimes",
+        default="",
+        help="OCI runtimes to run the docker run baseline under besides the engine's default,"
+        " e.g. crun (the one Proctor's workers pick where it runs)",
+    )
     parser.add_argument("--workers", default="auto", help="Proctor worker processes")
     parser.add_argument("--limit", type=int, default=164)
     parser.add_argument(
@@ -289,6 +296,9 @@ def main() -> None:
     if not args.quick:
         docker = ["docker", "run", "--rm", "--network", "none", IMAGE, "python3", "-c"]
         baselines.append(("docker run --rm --network none", docker))
+        for runtime in filter(None, args.docker_runtimes.split(",")):
+            named = [*docker[:2], "--runtime", runtime, *docker[2:]]
+            baselines.append((f"docker run --runtime {runtime} --rm --network none", named))
     for name, command in baselines:
         for concurrency in concurrencies:
             print(f"{name}, concurrency {concurrency} ...", flush=True)
