@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import docker
 import pytest
 
 from workers.sandbox import checks
 from workers.sandbox.checks import FAST_RUNTIME, pick_runtime
-from workers.sandbox.docker import Engine, SandboxSpec
+from workers.sandbox.docker import (
+    DEPLOYMENT_LABEL,
+    Container,
+    DockerUnavailable,
+    Engine,
+    SandboxSpec,
+)
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -26,7 +33,7 @@ def engine() -> Iterator[Engine]:
     engine.release_networks()
     client = docker.from_env()
     for c in client.containers.list(
-        all=True, filters={"label": f"org.proctor.deployment={deployment}"}
+        all=True, filters={"label": f"{DEPLOYMENT_LABEL}={deployment}"}
     ):
         c.remove(force=True)
     client.close()
@@ -62,3 +69,22 @@ def test_an_engine_without_crun_gets_its_default_checked(
 ) -> None:
     monkeypatch.setattr(engine, "runtimes", lambda: {"runc"})
     assert pick_runtime(engine, SPEC) is None
+
+
+def test_an_engine_that_stops_answering_is_no_reason_to_give_up_crun(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hiccup of the engine is not crun's fault: it reaches the worker's retry loop
+    instead of leaving that worker on runc for good."""
+
+    create = engine.create
+
+    def unanswered_under_crun(spec: SandboxSpec, **kwargs: Any) -> Container:
+        if spec.runtime == FAST_RUNTIME:  # the moment the probe asks: a hiccup
+            raise DockerUnavailable("the Docker engine does not answer")
+        return create(spec, **kwargs)
+
+    monkeypatch.setattr(engine, "runtimes", lambda: {"runc", FAST_RUNTIME})
+    monkeypatch.setattr(engine, "create", unanswered_under_crun)
+    with pytest.raises(DockerUnavailable):
+        pick_runtime(engine, SPEC)

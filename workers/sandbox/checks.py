@@ -8,6 +8,7 @@ import uuid
 from dataclasses import replace
 
 from workers.sandbox.docker import (
+    DockerUnavailable,
     Engine,
     ImageMissing,
     ProtectionMissing,
@@ -95,8 +96,8 @@ def pick_runtime(engine: Engine, spec: SandboxSpec) -> str | None:
         try:
             verify_protections(engine, replace(spec, runtime=FAST_RUNTIME))
             return FAST_RUNTIME
-        except ImageMissing:
-            raise
+        except (ImageMissing, DockerUnavailable):
+            raise  # not crun's doing: the worker waits and asks again, crun included
         except SandboxError as exc:  # e.g. crun refuses a hybrid cgroup host
             log.warning(
                 "%s cannot run sandboxes here (%s): using the engine's default", FAST_RUNTIME, exc
