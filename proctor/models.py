@@ -448,6 +448,18 @@ class EpisodeCreate(_Request):
             raise ValueError("a one-shot episode needs a solution")
         if self.mode is EpisodeMode.interactive and self.solution is not None:
             raise ValueError("an interactive episode takes actions, not a solution")
+        task = self.task
+        if task.tests.format is TestFormat.assert_ and (
+            self.mode is EpisodeMode.interactive
+            or task.repo is not None
+            or task.language not in (None, "python")
+        ):
+            # never silently weaker: the format's promise is grading out of the code's reach
+            raise ValueError(
+                "format `assert` runs the tests in a process of their own, out of the "
+                "solution's reach: only one-shot Python tasks without a repository have it "
+                "(give this task format `junit`)"
+            )
         return self
 
 

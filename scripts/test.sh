@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, in stages, against real Redis and Docker (`make test` runs this).
-#   1. unit, integration and end-to-end tests; the API fuzz run (schemathesis, ~1 min)
+#   1. unit, integration and end-to-end tests; the red team on grading (both isolation
+#      modes); the API fuzz run (schemathesis, ~1 min)
 #      then fault injection on a stack of its own (its table in bench/results/faults.json)
 #      and the web page in a headless chromium (Debian's, scripts/setup.sh installs it)
 #      and the one-shot grading suite with sandboxes under gVisor (runsc)
@@ -13,8 +14,11 @@ py=.venv/bin/python
 status=0
 
 echo "== tests: unit, integration, end to end"
-"${py}" -m pytest -m "not judge and not compose and not faults and not fuzz and not browser" "$@" \
+"${py}" -m pytest -m "not judge and not compose and not faults and not fuzz and not browser and not redteam" "$@" \
     || status=$?
+
+echo "== tests: the red team on grading (attacks and honest look-alikes, both isolation modes)"
+"${py}" -m pytest -m redteam || status=$?
 
 echo "== tests: API fuzz (schemathesis against openapi/openapi.json and a running API)"
 "${py}" -m pytest -m fuzz || status=$?

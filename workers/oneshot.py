@@ -101,6 +101,7 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
             task,
             keep=steering_paths(task.files) | steering_paths(task.tests.files),
             restore={p: c for p, c in task.files.items() if is_protected(p, task.protected_paths)},
+            split=sandbox.root_server,
         )
         counted = (Sent(), Sent())  # packets sent before and after: any contact at all?
         ops = [counted[0], *prepare, *actions, *plan.ops, counted[1]]
@@ -148,7 +149,7 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
             if test is None:  # an operation of the grading phase raised: whose fault was it?
                 raise sandbox.failure_of(reply)
             oom = test.oom_killed or (test.exit_code in (-9, 137) and sandbox.oom_killed())
-            outcome = score_test_run(test, task, oom_killed=oom)
+            outcome = score_test_run(test, task, oom_killed=oom, split=plan.split)
             result = graded_result(record, outcome, test, steps, info, timings)
         evidence = rt.guard.screen_solution(record) + added_evidence(plan.removed(reply))
         evidence += rt.guard.network_evidence(

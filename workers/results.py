@@ -21,18 +21,22 @@ from proctor.models import (
     Timings,
     Verdict,
 )
+from workers.evaluation.grading import SplitShape
 from workers.evaluation.scoring import Score, TestRun, score
 from workers.sandbox.protocol import RunResult
 from workers.sandbox.sandbox import Failure
 
 
-def score_test_run(test: RunResult, task: TaskSpec, *, oom_killed: bool) -> Score:
+def score_test_run(
+    test: RunResult, task: TaskSpec, *, oom_killed: bool, split: SplitShape | None = None
+) -> Score:
     run = TestRun(
         exit_code=test.exit_code,
         timed_out=test.timed_out,
         oom_killed=oom_killed,
         report_xml=test.report,
         stderr=test.stderr,
+        split=split,
     )
     return score(run, task.tests, task.scoring)
 

@@ -1,9 +1,12 @@
-"""The grading process's runtime defences end to end: cheats in the code under test, and their
-honest look-alikes, in both the pytest and the `assert` formats.
+"""Cheats in the code under test and their honest look-alikes, end to end, in the three ways
+grading runs: split (the tests in a process of their own, only plain data crossing: the
+`assert` format, and pytest files of plain test functions) and in-process pytest (here a
+test class, as a repository's suite would have), where the runtime defences are the wall.
 
 Each attack here earned reward 1.0 (or failed with no evidence) before the audit hook and
-the trusted comparison; the rule filter is off (`unscreened`), so what is tested is the
-grading process alone. Every look-alike must keep its reward of 1.0.
+the trusted comparison, and before split grading; the rule filter is off (`unscreened`), so
+what is tested is grading alone. Split grading has no evidence to give: the attack cannot
+work, and fails like a wrong answer. Every look-alike must keep its reward of 1.0.
 """
 
 from __future__ import annotations
@@ -25,6 +28,18 @@ def test_small():
 
 def test_negative():
     assert abs(add(1, -4)) == 3
+"""
+# a test class: pytest's own runner, in the solution's process (`grading.split_shape`)
+INPROCESS_TESTS = """\
+from solution import add
+
+
+class TestAdd:
+    def test_small(self):
+        assert add(1, 2) == 3
+
+    def test_negative(self):
+        assert abs(add(1, -4)) == 3
 """
 ASSERT_TESTS = """\
 from solution import add
@@ -251,8 +266,17 @@ def test_monkeypatched_builtin(monkeypatch):
 """
 
 
+FORMATS = {"assert": ASSERT_TESTS, "pytest": PYTEST_TESTS, "pytest-inprocess": INPROCESS_TESTS}
+SPLIT = ("assert", "pytest")  # the formats here whose tests `grading.split_shape` splits
+# look-alikes that rely on their own objects being compared in the tests' process: split
+# grading compares plain data only, so there they are wrong answers (docs/isolation.md)
+OWN_OBJECTS = {"a-class-with-its-own-eq"}
+# attacks that answer right when what they look for is not there: split, they find nothing
+RIGHT_WITHOUT_THEIR_PREY = {"reads-the-hidden-tests-at-import", "scans-the-heap-for-the-grader"}
+
+
 def body(solution: str, fmt: str, tests: str | None = None) -> dict[str, Any]:
-    text = tests or (ASSERT_TESTS if fmt == "assert" else PYTEST_TESTS)
+    text = tests or FORMATS[fmt]
     request = episode(solution, tests=text, unscreened=True)
     if fmt == "assert":
         request["task"]["tests"]["format"] = "assert"
@@ -263,27 +287,34 @@ def grader_evidence(result: dict[str, Any]) -> list[str]:
     return [e["detail"] for e in result["cheat"]["evidence"] if e["source"] == "grader"]
 
 
-@pytest.mark.parametrize("fmt", ["pytest", "assert"])
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_a_cheat_under_test_is_caught_by_the_grader(
     http: httpx.Client, attack: str, fmt: str
 ) -> None:
+    """Split: a wrong answer, whatever it tried. In-process: a cheat, on the defences' word."""
     result = run(http, body(ATTACKS[attack], fmt))
+    if fmt in SPLIT:
+        honest = attack in RIGHT_WITHOUT_THEIR_PREY
+        expected = ("passed", 1.0) if honest else ("failed", 0.0)
+        assert (result["verdict"], result["reward"]) == expected, result["reason"]
+        return
     assert (result["verdict"], result["reward"]) == ("cheat", 0.0), result["reason"]
     assert grader_evidence(result), result["cheat"]
 
 
 def test_a_patched_test_framework_is_caught(http: httpx.Client) -> None:
-    result = run(http, body(FRAMEWORK_PATCH, "pytest"))
+    result = run(http, body(FRAMEWORK_PATCH, "pytest-inprocess"))
     assert (result["verdict"], result["reward"]) == ("cheat", 0.0), result["reason"]
     assert any("Function.runtest" in e for e in grader_evidence(result)), result["cheat"]
 
 
-@pytest.mark.parametrize("fmt", ["pytest", "assert"])
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
 @pytest.mark.parametrize("lookalike", sorted(LOOKALIKES))
 def test_an_honest_lookalike_keeps_its_reward(http: httpx.Client, lookalike: str, fmt: str) -> None:
     result = run(http, body(LOOKALIKES[lookalike], fmt))
-    assert (result["verdict"], result["reward"]) == ("passed", 1.0), (
+    expected = ("failed", 0.0) if fmt in SPLIT and lookalike in OWN_OBJECTS else ("passed", 1.0)
+    assert (result["verdict"], result["reward"]) == expected, (
         result["reason"],
         result["cheat"],
         result["stderr"][-800:],

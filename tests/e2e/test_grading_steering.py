@@ -91,11 +91,14 @@ def test_installed_distribution_plugin_does_not_load(http: httpx.Client, metadat
 
 @pytest.mark.parametrize("forge", [ATEXIT_FORGE, DEL_FORGE], ids=["atexit", "del"])
 def test_report_forged_at_exit_fails(http: httpx.Client, forge: str) -> None:
-    """The grader's audit hook refuses the write to its directory (the genuine report is
-    scored: the wrong solution's one failure); were it to land, it would carry no seal."""
+    """Split grading (these are plain test functions): the solution's process knows no report
+    path (the `del` forge fails at import, a runtime error) and its writes reach no record.
+    In-process, the grader's audit hook refuses the write to its directory; were it to land,
+    it would carry no seal."""
     result = run(http, unscreened(forge))
-    assert (result["verdict"], result["reward"], result["passed"]) == ("failed", 0.0, False)
-    genuine = result["reason"] == "1 of 2 tests did not pass"
+    assert (result["reward"], result["passed"]) == (0.0, False), result["reason"]
+    assert result["verdict"] in ("failed", "runtime_error"), result["reason"]
+    genuine = result["reason"] in ("1 of 2 tests did not pass", "a test module failed to import")
     assert genuine or "seal" in result["reason"], result["reason"]
 
 

@@ -47,12 +47,15 @@ reads only the tests' result still scores the code 0, never our failure).
 
 from __future__ import annotations
 
+import ast
 import json
 import secrets
 import shlex
 from base64 import b64encode
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from core.languages import LANGUAGES
@@ -78,6 +81,11 @@ from workers.sandbox.protocol import (
 )
 
 
+def split_grader_source() -> bytes:
+    """The split grader's source, for the sandbox's zygote (it is never imported here)."""
+    return (Path(__file__).with_name("assets") / "split_grader.py").read_bytes()
+
+
 def _grader_file(name: str, content: str | bytes) -> str:
     return share(f"grader/{name}", content.encode() if isinstance(content, str) else content)
 
@@ -89,6 +97,7 @@ DEFENCES = {DEFENCES_NAME: _grader_file(DEFENCES_NAME, defences_source())} | {
 }
 BOOTSTRAP = _grader_file("assert_bootstrap.py", marker.bootstrap_source())
 PLUGIN = _grader_file("grader_plugin.py", plugin_source())
+SPLIT_GRADER = _grader_file("split_grader.py", split_grader_source())
 
 # Files that change how Python or pytest behave when merely present in the tree. A
 # distribution's metadata registers code through its `entry_points.txt` (the `*.dist-info`
@@ -126,6 +135,13 @@ REPORT_NAME = "report.xml"
 EVERY_NAME = "*"  # a scrub's names match by suffix when they start with `*`: this is every file
 
 
+class SplitShape(StrEnum):
+    """Tests that run out of the solution's reach (`assets/split_grader.py`)."""
+
+    programs = "programs"  # the `assert` format: each file runs to its end
+    functions = "functions"  # pytest files of plain `test*` functions
+
+
 @dataclass(frozen=True, slots=True)
 class GradingPlan:
     ops: list[Op[Any]]
@@ -133,6 +149,8 @@ class GradingPlan:
     timeout_s: float
     compile: Run | None = None  # the compile run before it (compiled languages): if it
     # failed, its result is the one scored
+    split: SplitShape | None = None  # graded across a process boundary: the report is the
+    # grader's record, from a pipe only it holds
 
     def removed(self, reply: Results) -> list[str]:
         """The files the agent added under protected directories that grading deleted
@@ -179,12 +197,18 @@ def grading_plan(
     *,
     keep: set[str],
     restore: Mapping[str, str | bytes],
+    split: bool = False,
 ) -> GradingPlan:
     """Operations that seal the workspace and run the hidden tests.
 
     `keep` are steering-file paths that belong to the task (they stay); `restore` maps
-    protected paths to the content the task gave them (written back over any edit).
+    protected paths to the content the task gave them (written back over any edit). With
+    `split` (the sandbox has a root server) tests of a `split_shape` run out of the
+    solution's reach.
     """
+    shape = split_shape(task) if split else None
+    if shape is not None:
+        return _split_plan(task, shape, keep=keep, restore=restore)
     grader = f"/tmp/.grader-{secrets.token_hex(8)}"
     if task.tests.format is TestFormat.assert_:
         return _assert_plan(task, grader, keep=keep, restore=restore)
@@ -282,6 +306,114 @@ def _assert_plan(
     shared = {bootstrap.rsplit("/", 1)[1]: BOOTSTRAP, **DEFENCES}
     ops = _sealed_run(task, grader, grader_files, shared, test, keep=keep, restore=restore)
     return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s)
+
+
+def split_shape(task: TaskSpec) -> SplitShape | None:
+    """How a task's tests run out of the solution's reach, if they can: a function task
+    (no repository) in Python, in the `assert` format, or in pytest files whose tests are
+    plain functions (no fixtures, marks, classes or conftest: `plain_test_module`)."""
+    lang = LANGUAGES.get(task.language or "")
+    if task.repo is not None or (lang is not None and lang.image != "python"):
+        return None
+    if task.tests.format is TestFormat.assert_:
+        return SplitShape.programs
+    if task.tests.format is not TestFormat.junit or task.tests.command is not None:
+        return None
+    programs = test_programs(task)
+    if not programs or any(p.rsplit("/", 1)[-1] == "conftest.py" for p in programs):
+        return None
+    if all(plain_test_module(task.tests.files[p]) for p in programs):
+        return SplitShape.functions
+    return None
+
+
+# what a plain test module may use of pytest: both work in the grader without pytest's runner
+PLAIN_PYTEST = frozenset({"raises", "approx"})
+# pytest's hooks by name: a module that has one needs pytest itself
+PYTEST_HOOKS = frozenset(
+    {
+        "setup_module",
+        "teardown_module",
+        "setup_function",
+        "teardown_function",
+        "setUpModule",
+        "tearDownModule",
+        "setup",
+        "teardown",
+    }
+)
+
+
+def plain_test_module(source: str) -> bool:
+    """A pytest module of plain test functions: every `test*` function takes no argument and
+    has no decorator, no `Test*` class, no pytest hook, and of pytest only `raises` and
+    `approx`. pytest and the split grader run such a module alike (`split_grader`)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for statement in tree.body:
+        if isinstance(statement, ast.AsyncFunctionDef) or (
+            isinstance(statement, ast.ClassDef) and statement.name.startswith("Test")
+        ):
+            return False
+        if isinstance(statement, ast.FunctionDef):
+            if statement.name in PYTEST_HOOKS:
+                return False
+            arguments = statement.args
+            taken = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+            if statement.name.startswith("test") and (
+                statement.decorator_list or taken or arguments.vararg or arguments.kwarg
+            ):
+                return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in ("pytestmark", "__test__"):
+            return False
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "pytest"
+            and node.attr not in PLAIN_PYTEST
+        ):
+            return False
+        if (
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").split(".")[0] in ("pytest", "_pytest")
+            and any(alias.name not in PLAIN_PYTEST for alias in node.names)
+        ):
+            return False
+    return True
+
+
+def _split_plan(
+    task: TaskSpec, shape: SplitShape, *, keep: set[str], restore: Mapping[str, str | bytes]
+) -> GradingPlan:
+    """Seal the workspace as for any run, then the split run: the tests go to the grader
+    through the op itself (never into the workspace), the solution stays where it is."""
+    limits = task.limits
+    programs = " ".join(map(shlex.quote, test_programs(task)))
+    test = Run(
+        command=f"split grading ({shape.value}): {programs}",
+        env={"LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"},
+        timeout_s=limits.timeout_s,
+        output_bytes=limits.output_bytes,
+        split={
+            "files": task.tests.files,
+            "binary": task.tests.binary_files,
+            "shape": shape.value,
+        },
+    )
+    ops: list[Op[Any]] = [
+        KillAll(),
+        Scrub(names=list(STEERING_FILES), keep=sorted(keep | set(restore))),
+    ]
+    if restore:
+        text = {p: c for p, c in restore.items() if isinstance(c, str)}
+        binary = {p: b64encode(c).decode() for p, c in restore.items() if isinstance(c, bytes)}
+        ops.append(Write(files=text, binary=binary))
+    ops += added_removal(task, kept=keep | set(restore))
+    ops += [test, KillAll()]
+    return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s, split=shape)
 
 
 def _sealed_run(

@@ -37,8 +37,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from proctor.models import Scoring, TestCase, TestFormat, TestOutcome, TestSpec, Verdict
+from workers.evaluation.grading import SplitShape
 from workers.evaluation.junit import MAX_MESSAGE_CHARS, Report, ReportError, parse
 from workers.evaluation.marker import Marker, MarkerError, read_marker
+from workers.evaluation.record import RecordError, read_record
 from workers.evaluation.seal import SealError, runs_pytest, unseal
 
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
@@ -53,8 +55,10 @@ class TestRun:
     exit_code: int | None
     timed_out: bool
     oom_killed: bool
-    report_xml: str | None  # the JUnit report; with the `assert` format, the marker
+    report_xml: str | None  # the JUnit report; with the `assert` format, the marker; of a
+    # split run, the grader's record
     stderr: str = ""
+    split: SplitShape | None = None  # graded across a process boundary (`grading.py`)
 
 
 @dataclass(slots=True)
@@ -94,6 +98,8 @@ def score(run: TestRun, spec: TestSpec, scoring: Scoring) -> Score:
             ok,
             reason=f"the test command exited {run.exit_code}",
         )
+    if run.split is not None:
+        return _score_split(run, spec, scoring)
     if spec.format is TestFormat.assert_:
         return _score_marker(run, spec)
     evidence: list[str] = []
@@ -166,6 +172,23 @@ def _score_report(report: Report, run: TestRun, spec: TestSpec, scoring: Scoring
     failed = sum(c.outcome is not TestOutcome.passed for c in cases)
     reason = f"{failed} of {len(cases)} tests did not pass"
     return Score(Verdict.failed, reward, False, cases, reason)
+
+
+def _score_split(run: TestRun, spec: TestSpec, scoring: Scoring) -> Score:
+    """A split run's record came through a pipe only its grader held, a process the code
+    under test could neither reach nor impersonate: it needs no seal. Still parsed as the
+    untrusted text any sandbox output is (a grader the tests themselves broke)."""
+    try:
+        record = read_record(run.report_xml)
+    except RecordError as exc:
+        return Score(Verdict.failed, 0.0, False, reason=f"{exc}; it exited {run.exit_code}")
+    if isinstance(record, Marker):
+        files = sorted(p for p in spec.files if p.endswith(".py"))
+        return _score_completion(record, run, files)
+    if record.gone:  # as a process that exited mid-run: no pass, not even a fraction
+        cases = record.report.cases
+        return Score(Verdict.failed, 0.0, False, cases, record.gone[:MAX_MESSAGE_CHARS])
+    return _score_report(record.report, run, spec, scoring)
 
 
 def _score_marker(run: TestRun, spec: TestSpec) -> Score:

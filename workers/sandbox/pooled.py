@@ -153,6 +153,8 @@ class PooledSandbox(Sandbox):
     failure.
     """
 
+    root_server = True
+
     def __init__(self, engine: Engine, runner: PooledRunner, *, episode_id: str) -> None:
         super().__init__(engine, runner.container, episode_id=episode_id)
         self.runner = runner

@@ -13,7 +13,7 @@ from enum import StrEnum
 from functools import cache
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from proctor.models import Verdict
 from workers.sandbox import protocol
@@ -241,6 +241,10 @@ class RunnerBroken(Exception):
 
 
 class Sandbox:
+    # whether a root server runs its programs (`pooled.PooledSandbox`): only one can start a
+    # process as a uid other than the episode's (a split run's grader)
+    root_server: ClassVar[bool] = False
+
     def __init__(self, engine: Engine, container: Container, *, episode_id: str) -> None:
         self.engine = engine
         self.container = container

@@ -36,7 +36,9 @@ if TYPE_CHECKING:  # at run time protocol.py's and runner.py's sources define th
     from workers.sandbox.assets.runner import (
         EPISODE,
         STATE,
+        ZYGOTE,
         Become,
+        Zygote,
         execute,
         harden,
         kill_uid,
@@ -193,12 +195,13 @@ def fresh_uid(used: set[int]) -> int:
             return uid
 
 
-def serve_one(message: dict[str, Any], uid: int) -> dict[str, Any]:
+def serve_one(message: dict[str, Any], uid: int, grader: int) -> dict[str, Any]:
+    """One episode as `uid`; a split run's grader (`Split`) is `grader`, a uid of its own."""
     started = time.monotonic()
     oom_before, hits_before = oom_kills(), memory_hits()
     faults_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
     hand_over(uid)
-    EPISODE.update(uid=uid, limits=message["limits"])
+    EPISODE.update(uid=uid, grader_uid=grader, limits=message["limits"])
     STATE["sealed"] = False
     os.environ.clear()
     os.environ.update(ENVIRONMENT, TMPDIR="/tmp/%d" % uid)
@@ -206,11 +209,11 @@ def serve_one(message: dict[str, Any], uid: int) -> dict[str, Any]:
         uid, message["request"].encode(), started + float(message["timeout_s"]) - time.monotonic()
     )
     EPISODE.clear()
-    clean = kill_uid(uid)  # what it started that is still running
+    clean = all([kill_uid(uid), kill_uid(grader)])  # what it started, still running
     wipe()
     take_back()
     problem = None if clean else "a process of the episode could not be killed"
-    problem = problem or leftovers(uid)
+    problem = problem or leftovers(uid) or leftovers(grader)
     oom_after, hits_after = oom_kills(), memory_hits()
     oom = oom_before is not None and oom_after is not None and oom_after > oom_before
     hits = (hits_after - hits_before) if hits_before is not None and hits_after else 0
@@ -260,6 +263,8 @@ def serve() -> None:
     harden()  # a subreaper: what an episode leaves behind comes to us to be killed
     os.setgroups([])  # root's groups would go with it into an episode's effective uid
     os.umask(0o022)
+    # forked before any request: a split run's processes come from memory that never held one
+    ZYGOTE.append(Zygote())
     signal.signal(signal.SIGALRM, on_alarm)
     out = sys.stdout.buffer
     out.write(b'{"ready": true}\n')
@@ -267,7 +272,7 @@ def serve() -> None:
     used: set[int] = set()
     for line in sys.stdin.buffer:
         try:
-            status = serve_one(json.loads(line), fresh_uid(used))
+            status = serve_one(json.loads(line), fresh_uid(used), fresh_uid(used))
         except Exception as exc:  # our own failure: the worker throws this sandbox away
             status = {"error": "%s: %s" % (type(exc).__name__, exc)}
         out.write(json.dumps(status).encode() + b"\n")

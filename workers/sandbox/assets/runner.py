@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, d
 
     from workers.sandbox.protocol import (
         SHARED_FILES,
+        WORKSPACE,
         Find,
         FindResult,
         KillAll,
@@ -105,6 +106,10 @@ EPISODE: dict[str, Any] = {}
 EXIT_BECOME = 71  # a child that could not become the episode's uid: it runs nothing
 PSEUDO: set[int] = set()  # the devices of /proc and /sys (`pseudo_filesystems`)
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# A root server's zygote (`Zygote`), forked before any episode: what a split run's two
+# processes are forked from, so neither holds anything of a request in its memory.
+ZYGOTE: list["Zygote"] = []
+SPLIT_GRADER = "grader/split_grader.py"  # the shared file the zygote's children run
 
 
 def harden() -> None:
@@ -283,7 +288,8 @@ def kill_descendants(keep: tuple[int, ...] = ()) -> None:
         for pid, (parent, _) in table.items():
             children.setdefault(parent, []).append(pid)
         found: list[int] = []
-        todo = list(children.get(me, ()))
+        # the zygote and the short-lived forks it makes are the server's, not the episode's
+        todo = [p for p in children.get(me, ()) if p not in {z.pid for z in ZYGOTE}]
         while todo:
             pid = todo.pop()
             found.append(pid)
@@ -578,6 +584,234 @@ class Forked:
         return code
 
 
+class Zygote:
+    """A child of the root server forked before it read any request: a split run's grader
+    and solution are forked from it (through a fork that exits at once, so they become the
+    server's children, a subreaper's), with nothing of any request in their memory.
+
+    Its requests are tiny (a role, uids, limits, a directory, an environment, descriptors
+    passed with SCM_RIGHTS): the tests reach the grader through a pipe, never through it."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            self.socket.close()
+            code = 0
+            try:
+                serve_zygote(theirs)
+            except BaseException:
+                code = 70
+            os._exit(code)
+        theirs.close()
+        self.pid = pid
+
+    def spawn(self, role: str, uid: int, gid: int, env: dict[str, str], fds: list[int]) -> int:
+        """The pid of a new process of `role`, already the uid, with `fds` as 1, 2, 3…"""
+        import json
+        import socket
+
+        message = {
+            "role": role,
+            "uid": uid,
+            "gid": gid,
+            "limits": EPISODE["limits"],
+            "env": env,
+            "dumpable": role != "grader",
+        }
+        socket.send_fds(self.socket, [json.dumps(message).encode()], fds)
+        answer = self.socket.recv(64)
+        if not answer or not answer.lstrip(b"-").isdigit() or int(answer) <= 0:
+            raise RuntimeError("the zygote could not start the %s (%r)" % (role, answer))
+        return int(answer)
+
+
+def serve_zygote(sock: Any) -> None:
+    """The zygote's loop: for each request, a fork that forks the process and exits (its
+    pid then reaches the server only once the process is the server's own child)."""
+    import json
+    import socket
+
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # the server's stream to the worker among them
+        os.dup2(null, fd)
+    keep = sock.fileno()
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 1 << 16)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    split: dict[str, Any] = {"__name__": "split_grader", "__builtins__": __builtins__}
+    source = SHARED_FILES.get(SPLIT_GRADER)
+    if source is not None:  # else every split run fails to start: our failure, said so
+        exec(compile(source, "split_grader", "exec", dont_inherit=True), split)
+    while True:
+        data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 16)
+        if not data:
+            return  # the server is gone
+        spec = json.loads(data)
+        if "main" not in split:
+            for fd in fds:
+                os.close(fd)
+            sock.send(b"-1")
+            continue
+        read_end, write_end = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            os.close(read_end)
+            pid = os.fork()
+            if pid == 0:
+                os.close(write_end)
+                sock.close()
+                become_split(spec, fds, split["main"])
+            os.write(write_end, b"%d" % pid)
+            os._exit(0)
+        os.close(write_end)
+        for fd in fds:
+            os.close(fd)
+        with os.fdopen(read_end, "rb") as handle:
+            answer = handle.read()
+        os.waitpid(middle, 0)  # reparented to the server by now
+        sock.send(answer or b"-1")
+
+
+def become_split(spec: dict[str, Any], fds: list[int], main: Any) -> None:
+    """In a process the zygote forked: take the episode's limits, the descriptors, the uid
+    for good, and run the role; never returns."""
+    code = 70
+    try:
+        import ctypes
+        import resource
+
+        os.setsid()
+        for name, value in spec["limits"].items():
+            resource.setrlimit(getattr(resource, name), (value, value))
+        import fcntl
+
+        # out of the way of 0..n first, whatever their numbers
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds]
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        for target, fd in enumerate(high, start=1):
+            os.dup2(fd, target, inheritable=target <= 2)
+        os.closerange(len(high) + 1, 1 << 16)
+        os.setresgid(spec["gid"], spec["gid"], spec["gid"])
+        os.setresuid(spec["uid"], spec["uid"], spec["uid"])
+        if not spec["dumpable"]:
+            ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        os.chdir(WORKSPACE)
+        os.environ.clear()
+        os.environ.update(spec["env"])
+        streams = {
+            "stdin": open(0, encoding="utf-8", closefd=False),  # noqa: SIM115
+            "stdout": open(1, "w", encoding="utf-8", closefd=False),  # noqa: SIM115
+            "stderr": open(  # noqa: SIM115
+                2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False
+            ),
+        }
+        for name, stream in streams.items():
+            setattr(sys, name, stream)
+            setattr(sys, "__%s__" % name, stream)
+        sys.argv = [spec["role"]]
+        sys.dont_write_bytecode = True
+        code = 0
+        main(spec["role"], list(range(3, len(high) + 1)))
+    except SystemExit as exc:
+        code = exit_status_of(exc)
+    except BaseException:
+        try:
+            import traceback
+
+            traceback.print_exc()
+        except BaseException:
+            pass
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        os._exit(code)
+
+
+class Split:
+    """A split run (`Run.split`): the grader and the solution forked from the zygote, the
+    tests written into the grader's pipe; it gives `op_run` what a Popen would, plus the
+    grader's record. The grader is a uid of its own, which the server (acting as the
+    episode's uid) can signal only as root."""
+
+    def __init__(self, op: Run, env: dict[str, str]) -> None:
+        import json
+        import socket
+
+        if not ZYGOTE or "grader_uid" not in EPISODE:
+            raise RuntimeError("a split run needs a root server")
+        uid, grader = EPISODE["uid"], EPISODE["grader_uid"]
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        record_r, record_w = os.pipe()
+        tests_r, tests_w = os.pipe()
+        ours, theirs = socket.socketpair()
+        os.chmod(WORKSPACE, 0o750)  # the grader reads it through the episode's group
+        zygote = ZYGOTE[0]
+        self.solution = self.pid = 0
+        try:
+            self.solution = zygote.spawn("solution", uid, uid, env, [out_w, err_w, ours.fileno()])
+            self.pid = zygote.spawn(
+                "grader", grader, uid, env, [out_w, err_w, theirs.fileno(), record_w, tests_r]
+            )
+        finally:
+            for fd in (out_w, err_w, record_w, tests_r):
+                os.close(fd)
+            ours.close()
+            theirs.close()
+        self.returncode: int | None = None
+        self.stdout = os.fdopen(out_r, "rb", buffering=0)
+        self.stderr = os.fdopen(err_r, "rb", buffering=0)
+        self.record = os.fdopen(record_r, "rb", buffering=0)
+        tests = json.dumps(op.split).encode()
+        try:
+            with os.fdopen(tests_w, "wb") as handle:
+                handle.write(tests)
+        except OSError:  # the grader is gone already: its status says why
+            pass
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = 255
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                self.kill()  # the solution answers nobody now
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        end, delay = time.monotonic() + (timeout if timeout is not None else 1e9), 0.0005
+        while (code := self.poll()) is None:
+            if time.monotonic() >= end:
+                raise TimeoutError("%d still running after %ss" % (self.pid, timeout))
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL both processes' groups (as root for a moment: the grader is not ours)."""
+        euid = os.geteuid()
+        os.seteuid(0)
+        try:
+            for pid in (self.pid, self.solution):
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        finally:
+            os.seteuid(euid)
+
+
 def launch(entry: Callable[[], None]) -> None:
     """Run the runner's entry; in a child forked to run a Python program, run it once the
     runner's frames are gone (`Become`), and end with its exit status."""
@@ -715,9 +949,11 @@ def op_run(op: Run) -> RunResult:
     before = oom_kills()
     started = time.monotonic()
     deadline = started + op.timeout_s
-    proc: Forked | subprocess.Popen[bytes]
-    expired: tuple[type[Exception], ...] = (TimeoutError,)  # Forked's wait
-    if op.python:
+    proc: Forked | Split | subprocess.Popen[bytes]
+    expired: tuple[type[Exception], ...] = (TimeoutError,)  # Forked's and Split's wait
+    if op.split is not None:
+        proc = Split(op, env)
+    elif op.python:
         compile_ahead(os.path.join(op.cwd, op.python[0]))
         proc = Forked(op.python, op.cwd, env)
     else:
@@ -738,11 +974,14 @@ def op_run(op: Run) -> RunResult:
             )
         )
     assert proc.stdout is not None and proc.stderr is not None
-    captured = {"stdout": bytearray(), "stderr": bytearray()}
-    seen = {"stdout": 0, "stderr": 0}
+    caps = {"stdout": cap, "stderr": cap, "record": op.report_bytes}
+    captured = {"stdout": bytearray(), "stderr": bytearray(), "record": bytearray()}
+    seen = {"stdout": 0, "stderr": 0, "record": 0}
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ, "stdout")
     selector.register(proc.stderr, selectors.EVENT_READ, "stderr")
+    if isinstance(proc, Split):  # read as it comes: the grader's write must not block
+        selector.register(proc.record, selectors.EVENT_READ, "record")
     timed_out = False
     exited_at = None
     reaped_at = started
@@ -764,7 +1003,7 @@ def op_run(op: Run) -> RunResult:
                 selector.unregister(key.fileobj)
                 continue
             seen[key.data] += len(chunk)
-            room = cap - len(captured[key.data])
+            room = caps[key.data] - len(captured[key.data])
             if room > 0:
                 captured[key.data] += chunk[:room]
     if not timed_out:
@@ -773,7 +1012,10 @@ def op_run(op: Run) -> RunResult:
             proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
         except expired:
             timed_out = True
-    if timed_out:
+    if timed_out and isinstance(proc, Split):
+        proc.kill()
+        as_root(lambda: kill_descendants(keep=(proc.pid,)))  # the grader's are not ours
+    elif timed_out:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -785,6 +1027,9 @@ def op_run(op: Run) -> RunResult:
     selector.close()
     proc.stdout.close()
     proc.stderr.close()
+    if isinstance(proc, Split):
+        proc.record.close()
+        proc.kill()  # the solution, and whatever the grader left: the record is complete
     after = oom_kills()
     return RunResult(
         exit_code=code,
@@ -796,8 +1041,28 @@ def op_run(op: Run) -> RunResult:
         stderr_truncated=seen["stderr"] > cap,
         oom_killed=before is not None and after is not None and after > before,
         started_at=started,
-        report=read_file(op.report, op.report_bytes) if op.report else None,
+        report=(
+            captured["record"].decode("utf-8", "replace")
+            if op.split is not None
+            else read_file(op.report, op.report_bytes)
+            if op.report
+            else None
+        ),
     )
+
+
+def as_root(work: Callable[[], None]) -> None:
+    """`work()` with root as the effective uid for a moment (a root server acting for an
+    episode: to signal the processes of its grader's uid, which are not the episode's)."""
+    euid = os.geteuid()
+    if euid == 0 or os.getuid() != 0:
+        work()
+        return
+    os.seteuid(0)
+    try:
+        work()
+    finally:
+        os.seteuid(euid)
 
 
 def read_bytes(path: str, max_bytes: int) -> bytes | None:
