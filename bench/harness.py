@@ -22,6 +22,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS = REPO_ROOT / "bench" / "results"
 BENCH_REDIS = os.environ.get("PROCTOR_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
 LOCK_KEY = "proctor-test:lock"  # as tests/conftest.py claims a database
+# the plain baseline's interpreter: the host's own (Debian's build, what SandboxFusion runs),
+# not this venv's (a pyenv build here, 2.4x its start-up CPU)
+HOST_PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 
 sys.path.insert(0, str(REPO_ROOT))
 

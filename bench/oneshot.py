@@ -32,6 +32,7 @@ from typing import Any
 import aiohttp
 import httpx
 from harness import (
+    HOST_PYTHON,
     machine,
     percentile,
     service,
@@ -292,7 +293,7 @@ def main() -> None:
     extra: dict[str, Any] = {}
     rewards: dict[tuple[str, str, int | str], list[float | None]] = {}
 
-    baselines = [("plain python3", [sys.executable, "-c"])]
+    baselines = [("plain python3", [HOST_PYTHON, "-c"])]
     if not args.quick:
         docker = ["docker", "run", "--rm", "--network", "none", IMAGE, "python3", "-c"]
         baselines.append(("docker run --rm --network none", docker))

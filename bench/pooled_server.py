@@ -25,27 +25,27 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from episode_cpu import sandbox_cpu
-from harness import machine, summary, table, write
+from harness import HOST_PYTHON, machine, summary, table, write
 from oneshot import episode, ratio, run_programs
 
 from core.config import Settings
 from core.defaults import POOLED_EPISODES
 from proctor.models import EpisodeCreate
 from tests import humaneval
-from workers.evaluation.grading import grading_plan
+from workers.evaluation.grading import GradingPlan, grading_plan
 from workers.results import score_test_run
 from workers.sandbox.docker import Engine, SandboxSpec
 from workers.sandbox.pooled import RunnerPool
 from workers.sandbox.protocol import Op, Sent, Write
 
 
-def episode_program(request: EpisodeCreate) -> tuple[list[Op[Any]], Any]:
-    """The operations a worker sends for a one-shot episode with no setup and no actions,
-    and the run whose result is scored."""
+def episode_program(request: EpisodeCreate) -> tuple[list[Op[Any]], GradingPlan]:
+    """The operations a worker sends for a one-shot episode with no setup and no actions
+    (split, as a root server grades it), and the plan whose run is scored."""
     solution = request.solution
     assert solution is not None
-    plan = grading_plan(request.task, keep=set(), restore={})
-    return [Sent(), Write(files=solution.files), *plan.ops, Sent()], plan.test
+    plan = grading_plan(request.task, keep=set(), restore={}, split=True)
+    return [Sent(), Write(files=solution.files), *plan.ops, Sent()], plan
 
 
 def run_pooled(
@@ -53,7 +53,7 @@ def run_pooled(
 ) -> dict[str, Any]:
     def one(index: int) -> tuple[float, bool, int]:
         request = requests[index % len(requests)]
-        ops, test = episode_program(request)
+        ops, plan = episode_program(request)
         started = time.monotonic()
         sandbox, _ = pool.acquire(spec, episode_id=f"bench-{index}")
         try:
@@ -61,9 +61,12 @@ def run_pooled(
             faults = int(sandbox.episode_faults or 0)
         finally:
             pool.release(sandbox)
-        result = reply.result(test)
+        result = reply.result(plan.test)
         passed = result is not None and (
-            score_test_run(result, request.task, oom_killed=result.oom_killed).reward == 1.0
+            score_test_run(
+                result, request.task, oom_killed=result.oom_killed, split=plan.split
+            ).reward
+            == 1.0
         )
         return time.monotonic() - started, passed, faults
 
@@ -116,7 +119,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for concurrency in concurrencies:
         print(f"plain python3, concurrency {concurrency} ...", flush=True)
-        plain = run_programs(programs * args.rounds, [sys.executable, "-c"], concurrency)
+        plain = run_programs(programs * args.rounds, [HOST_PYTHON, "-c"], concurrency)
         rows.append({"system": "plain python3", "concurrency": concurrency, **plain})
     engine = Engine(worker="bench-pooled", host="bench", deployment="bench-pooled")
     pool = RunnerPool(engine, episodes=POOLED_EPISODES, size=max(concurrencies))

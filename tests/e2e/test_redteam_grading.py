@@ -52,6 +52,20 @@ def hidden_tests(value: str) -> str:
     )
 
 
+def hidden_class(value: str) -> str:
+    """The same as a test class: pytest runs it in the solution's process (not split)."""
+    return (
+        "from solution import solve\n\n"
+        f"EXPECTED = '{value}'  # ANSWER={value}\n\n"
+        "class TestSolve:\n"
+        "    def test_solve(self):\n"
+        f"        assert solve(1, 2) == '{value}'\n"
+    )
+
+
+HIDDEN = {"pytest": hidden_tests, "pytest-inprocess": hidden_class}
+
+
 def hidden_asserts(value: str) -> str:
     return f"from solution import solve\n\n# ANSWER={value}\nassert solve(1, 2) == '{value}'\n"
 
@@ -272,11 +286,14 @@ def body(solution: str, tests: str, fmt: str) -> dict[str, Any]:
     return request
 
 
-@pytest.mark.parametrize("fmt", ["pytest", "assert"])
+@pytest.mark.parametrize("fmt", ["pytest", "assert", "pytest-inprocess"])
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_an_attack_on_grading_earns_nothing(http: httpx.Client, attack: str, fmt: str) -> None:
+    """Split (`pytest`, `assert`): nothing to find, a wrong answer. In-process: the hidden
+    tests are emptied on disk and the test process is closed to /proc before the solution
+    runs; what is left in its own memory the runtime defences make a cheat."""
     value = answer()
-    tests = hidden_asserts(value) if fmt == "assert" else hidden_tests(value)
+    tests = hidden_asserts(value) if fmt == "assert" else HIDDEN[fmt](value)
     result = run(http, body(ATTACKS[attack], tests, fmt))
     assert result["status"] == "completed", (result.get("error"), result)
     assert (result["reward"], result["passed"]) == (0.0, False), (result["reason"], attack)

@@ -55,6 +55,7 @@ from base64 import b64encode
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -242,6 +243,7 @@ def grading_plan(
             "key": key.hex(),
             "report": report,
             "trusted_files": written,
+            "hidden": hidden_tests(task),
             "strict": task.repo is None,
         }
     )
@@ -267,6 +269,20 @@ def grading_plan(
         compile_run=compile_run,
     )
     return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s, compile=compile_run)
+
+
+def hidden_tests(task: TaskSpec) -> list[str]:
+    """The hidden test files pytest rewrites (`test_*.py`, `*_test.py`, `conftest.py`), as
+    sandbox paths: in-process, the grader plugin reads them and empties them on disk before
+    any code of the solution runs (`assets/grader_plugin.py: _hide`), so no process the
+    solution starts can read them."""
+    return sorted(
+        f"/workspace/{path}"
+        for path in task.tests.files
+        if fnmatch(path.rsplit("/", 1)[-1], "test_*.py")
+        or fnmatch(path.rsplit("/", 1)[-1], "*_test.py")
+        or path.rsplit("/", 1)[-1] == "conftest.py"
+    )
 
 
 def compile_step(task: TaskSpec, env: dict[str, str]) -> Run | None:

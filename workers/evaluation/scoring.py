@@ -9,6 +9,8 @@ The rules, in order (the first that applies decides):
 | the kernel OOM-killed a process of the run      | oom            | 0               |
 | no report, unreadable report, zero tests        | failed/…error  | 0               |
 | a pytest report without a valid grader seal     | failed         | 0               |
+| split: a malformed grader's record             | failed         | 0               |
+| split: the solution's process exited mid-run    | failed         | 0               |
 | `assert`: a test program raised a SyntaxError   | compile_error  | 0               |
 | `assert`: no marker with this run's nonce       | failed         | 0               |
 | `assert`: the marker, and the run exited 0      | passed         | 1               |
@@ -26,10 +28,13 @@ that runs pytest loads the grader plugin, which seals the report at the end of t
 (`seal.py`); a report that lacks the seal, or was changed after it, was not written by the
 session we graded. Other commands write JUnit XML themselves and are trusted as written.
 
-The `assert` format has no report: its bootstrap writes the run's nonce (`marker.py`) only
-after the last test program returned, so an early `sys.exit(0)` or `os._exit(0)` leaves
-none. It is all-or-nothing whatever the task's `scoring`: what stopped a run is the
-bootstrap's unauthenticated record, which must not earn a fraction.
+A split run (`grading.split_shape`) has the grader's record, read from a pipe only that
+process held (`record.py`): it needs no seal, and its cases are scored as a report's.
+
+In-process, the `assert` format has no report: its bootstrap writes the run's nonce
+(`marker.py`) only after the last test program returned, so an early `sys.exit(0)` or
+`os._exit(0)` leaves none. It is all-or-nothing whatever the task's `scoring`: what
+stopped a run is the bootstrap's unauthenticated record, which must not earn a fraction.
 """
 
 from __future__ import annotations

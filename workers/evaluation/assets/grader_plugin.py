@@ -173,9 +173,80 @@ def _seal(
         handle.write(SEAL_MARK + text + b" " + mac + b" -->\n")
 
 
+def _hide(paths: list[str]) -> None:
+    """The hidden tests in this process alone: their text read into memory, their files
+    emptied, before any code of the solution runs; pytest's assertion rewriting is given
+    the text from memory, and tracebacks their lines (`linecache`). This process becomes
+    non-dumpable first, so no process the solution starts can read its memory, environment
+    or descriptors through /proc either. Without assertion rewriting (`--assert=plain`) the
+    files are written back before collection (`pytest_configure`): their import reads the
+    disk."""
+    import ctypes
+    import linecache
+    import pathlib
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:
+        return
+    hidden = HIDDEN
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        with os.fdopen(fd, "r+b") as handle:
+            source = handle.read()
+            handle.seek(0)
+            handle.truncate()
+        real = os.path.realpath(path)
+        hidden[real] = source
+        lines = source.decode("utf-8", "replace").splitlines(True)
+        linecache.cache[path] = linecache.cache[real] = (len(source), None, lines, real)
+    original = rewrite._rewrite_test
+    read_bytes = pathlib.Path.read_bytes
+
+    def from_memory(self: Any) -> bytes:
+        source = hidden.get(os.path.realpath(str(self)))
+        return source if source is not None else read_bytes(self)
+
+    def rewrite_test(fn: Any, config: Any) -> Any:
+        if os.path.realpath(str(fn)) not in hidden:
+            return original(fn, config)
+        pathlib.Path.read_bytes = from_memory  # type: ignore[method-assign]
+        try:
+            return original(fn, config)
+        finally:
+            pathlib.Path.read_bytes = read_bytes  # type: ignore[method-assign]
+
+    rewrite._rewrite_test = rewrite_test
+
+
+HIDDEN: dict[str, bytes] = {}  # the hidden tests' text by real path (`_hide`)
+
+
+def pytest_configure(config: Any) -> None:
+    """Without assertion rewriting nothing reads the hidden tests from memory: write them back."""
+    if config.getoption("assertmode", "rewrite") == "rewrite":
+        return
+    for path, source in HIDDEN.items():
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(source)
+
+
 def _arm() -> str:
     """Take the key, arm the defences; from here the key lives only in the audit hook."""
     config = _take_config()
+    saved = list(sys.path)
+    sys.path[:] = TRUSTED_PATH
+    try:
+        _hide([p for p in config.get("hidden", []) if isinstance(p, str)])
+    finally:
+        sys.path[:] = saved
     key = bytes.fromhex(config.pop("key")) if "key" in config else None
     config["early"] = _early_modules({os.path.realpath(p) for p in config.get("trusted_files", [])})
     tally: dict[str, Any] = {"exitstatus": None, "tests": set(), "failed": set(), "passed": set()}

@@ -619,7 +619,6 @@ class Zygote:
             "gid": gid,
             "limits": EPISODE["limits"],
             "env": env,
-            "dumpable": role != "grader",
         }
         socket.send_fds(self.socket, [json.dumps(message).encode()], fds)
         answer = self.socket.recv(64)
@@ -631,7 +630,9 @@ class Zygote:
 def serve_zygote(sock: Any) -> None:
     """The zygote's loop: for each request, a fork that forks the process and exits (its
     pid then reaches the server only once the process is the server's own child)."""
+    import fcntl  # noqa: F401 - for every process it forks
     import json
+    import resource  # noqa: F401
     import socket
 
     null = os.open(os.devnull, os.O_RDWR)
@@ -680,14 +681,12 @@ def become_split(spec: dict[str, Any], fds: list[int], main: Any) -> None:
     for good, and run the role; never returns."""
     code = 70
     try:
-        import ctypes
+        import fcntl
         import resource
 
         os.setsid()
         for name, value in spec["limits"].items():
             resource.setrlimit(getattr(resource, name), (value, value))
-        import fcntl
-
         # out of the way of 0..n first, whatever their numbers
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds]
         null = os.open(os.devnull, os.O_RDONLY)
@@ -696,9 +695,9 @@ def become_split(spec: dict[str, Any], fds: list[int], main: Any) -> None:
             os.dup2(fd, target, inheritable=target <= 2)
         os.closerange(len(high) + 1, 1 << 16)
         os.setresgid(spec["gid"], spec["gid"], spec["gid"])
+        # from root to another uid: the kernel makes the process non-dumpable (its memory,
+        # environment and descriptors closed to /proc and ptrace), as the grader must be
         os.setresuid(spec["uid"], spec["uid"], spec["uid"])
-        if not spec["dumpable"]:
-            ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         os.chdir(WORKSPACE)
         os.environ.clear()
         os.environ.update(spec["env"])
