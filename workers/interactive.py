@@ -224,12 +224,9 @@ def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_
             observation = observation_of(action, reply.get(op) or reply.error, reply.error)
         except RunnerBroken as exc:
             observation = Observation(stderr=str(exc), exit_code=137)
-        step = Step(
-            step=0,
-            action=action,
-            observation=observation,
-            started_at=started,
-            judge=screened.judge if screened else None,
+        # it ran: with the judge's review, or as an attempt when no judge decided one
+        step = (screened or Step(step=0, action=action, observation=observation)).model_copy(
+            update={"observation": observation, "started_at": started}
         )
     step = rt.store.add_step(episode_id, step)
     answer = StepResult(id=episode_id, step=step.step, observation=step.observation)
