@@ -23,6 +23,7 @@ from proctor.models import (
     EpisodeStatus,
     Evidence,
     EvidenceSource,
+    Level,
     Observation,
     Step,
     Verdict,
@@ -62,7 +63,15 @@ def finished(
                 source=EvidenceSource.honeypot,
                 category=CheatCategory.network_fetch,
                 detail=f"contacted files.example.org {SCRIPT}",
-            )
+                level=Level.attempt,
+            ),
+            Evidence(
+                source=EvidenceSource.integrity,
+                category=CheatCategory.test_tampering,
+                detail="protected file modified: tests/test_x.py",
+                level=Level.cheat,
+                decisive=True,
+            ),
         ]
         if verdict is Verdict.cheat
         else [],
@@ -129,6 +138,9 @@ def test_sandbox_output_is_shown_as_text(client: httpx.Client, redis_client: red
     assert SCRIPT not in page.text
     assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in page.text
     assert "vcs.future-commits" in page.text and "files.example.org" in page.text
+    # the evidence that decided the verdict is marked, and only it
+    assert page.text.count("decided the verdict</span>") == 1
+    assert page.text.count('class="decisive"') == 1
 
 
 @pytest.mark.redis
@@ -148,3 +160,5 @@ def test_filters_unknown_ids_and_bad_filters(
     assert bad.status_code == 422 and "since: &#39;last tuesday&#39; is not a time" in bad.text
     rules = client.get("/ui/rules").text
     assert "vcs.future-commits" in rules
+    row = rules[rules.index("<code>vcs.unresolved-revision</code>") :].split("</tr>")[0]
+    assert ">attempt<" in row and ">oracle<" in row
