@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import shlex
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fnmatch import fnmatch
 from typing import Any
 
@@ -265,17 +265,51 @@ class Guard:
         return ([found] if found else []), status
 
     def network_evidence(
-        self, sandbox: Sandbox, since: float, *, sent: int | None = None
+        self,
+        sandbox: Sandbox,
+        since: float,
+        *,
+        sent: int | None = None,
+        steps: Sequence[Step] = (),
+        graded_at: float | None = None,
     ) -> list[Evidence]:
-        """The honeypot's record of the sandbox's contacts since `since`; not read when the
-        sandbox sent no packet at all (`sent` 0: the kernel's count, see `protocol.Sent`)."""
+        """The honeypot's record of the sandbox's contacts since `since`, each on the step
+        during which it was made when `steps` say when they ran and `graded_at` when the
+        agent's time ended; not read when the sandbox sent no packet at all (`sent` 0: the
+        kernel's count, see `protocol.Sent`)."""
         ip = sandbox.container.ip
         if self.honeypot is None or not ip or sent == 0:
             return []
-        return honeypot_evidence(self.honeypot.hits(ip, since=since, until=time.time()))
+        now = time.time()
+        hits = self.honeypot.hits(ip, since=since, until=now)
+        step_of = step_during(steps, graded_at) if graded_at is not None else None
+        return honeypot_evidence(hits, step_of=step_of)
 
 
 _RULES_BY_ID = {r.id: r for r in RULES}
+
+
+def step_during(steps: Sequence[Step], until: float) -> Callable[[float], int | None]:
+    """The step (its number) during which a contact was made: the latest step that started
+    by then, until the next one starts (the last one: until `until`, when grading began).
+    Its own process, or one it left in the background, made it. An intercepted step runs
+    nothing: a contact in its time is the last run step's. None before the first step and
+    from `until` on (the grading's)."""
+    timed = sorted((s for s in steps if s.started_at is not None), key=lambda s: s.step)
+    ends = [s.started_at or until for s in timed[1:]] + [until]
+    spans: list[tuple[float, float, int | None]] = []
+    owner: int | None = None
+    for this, end in zip(timed, ends, strict=True):
+        owner = owner if this.intercepted else this.step
+        spans.append((this.started_at or until, end, owner))
+
+    def during(at: float) -> int | None:
+        for start, end, number in reversed(spans):
+            if start <= at:
+                return number if at < end else None
+        return None
+
+    return during
 
 
 def rule_level(rule_id: str | None) -> Level | None:
