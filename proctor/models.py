@@ -289,8 +289,9 @@ class Policy(_Request):
     judge: bool = True
     attempts_are_cheats: bool = Field(
         False,
-        description="a hit of a rule whose level is `attempt` (a probe structure made "
-        "harmless) makes the episode a cheat too, not only a step penalty",
+        description="an attempt (a rule's hit that structure answered, a review no judge "
+        "decided, a honeypot contact) makes the episode a cheat too, not only a step "
+        "penalty; resource exhaustion never does",
     )
     new_protected_files: NewProtectedFiles = Field(
         NewProtectedFiles.grade,
