@@ -280,8 +280,7 @@ class Guard:
         ip = sandbox.container.ip
         if self.honeypot is None or not ip or sent == 0:
             return []
-        now = time.time()
-        hits = self.honeypot.hits(ip, since=since, until=now)
+        hits = self.honeypot.hits(ip, since=since, until=time.time())
         step_of = step_during(steps, graded_at) if graded_at is not None else None
         return honeypot_evidence(hits, step_of=step_of)
 
