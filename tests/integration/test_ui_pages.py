@@ -162,3 +162,35 @@ def test_filters_unknown_ids_and_bad_filters(
     assert "vcs.future-commits" in rules
     row = rules[rules.index("<code>vcs.unresolved-revision</code>") :].split("</tr>")[0]
     assert ">attempt<" in row and ">oracle<" in row
+
+
+@pytest.mark.redis
+def test_an_episode_with_attempts_only_says_its_reward_is_merit(
+    client: httpx.Client, redis_client: redis.Redis
+) -> None:
+    store = EpisodeStore(redis_client)
+    request = EpisodeCreate.model_validate(
+        {"mode": "interactive", "task": {"tests": {"files": {"t.py": "x"}}}}
+    )
+    admission = store.create([request], dedup_keys=[None], max_queued=1000, dedup_ttl_s=60)
+    record = store.get(admission.ids[0])
+    assert record is not None
+    walk = Evidence(
+        source=EvidenceSource.rule,
+        category=CheatCategory.vcs_history,
+        rule="vcs.all-refs",
+        detail="vcs.all-refs: `git log --all`",
+        step=1,
+        level=Level.attempt,
+    )
+    result = results.ended(
+        record,
+        EpisodeStatus.completed,
+        Verdict.passed,
+        reward=1.0,
+        passed=True,
+        cheat=CheatReport(detected=True, evidence=[walk]),
+    )
+    assert store.finish(result)
+    page = signed_in(client).get(f"/ui/episodes/{record.id}").text
+    assert "attempts only" in page and 'class="decisive"' not in page
