@@ -210,8 +210,13 @@ def rules() -> None:
     """List the rule filter's rules."""
     from anticheat.rules import RULES
 
+    typer.echo(f"{'id':32} {'category':20} {'decision':9} {'level':8} {'no judge':9} description")
     for rule in RULES:
-        typer.echo(f"{rule.id:32} {rule.category:20} {rule.decision:9} {rule.description}")
+        fallback = rule.fallback if rule.decision == "review" else "-"
+        typer.echo(
+            f"{rule.id:32} {rule.category:20} {rule.decision:9} {rule.level:8} {fallback:9} "
+            f"{rule.description}"
+        )
 
 
 if __name__ == "__main__":

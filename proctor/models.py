@@ -39,6 +39,7 @@ __all__ = [
     "EpisodeStatus",
     "Evidence",
     "EvidenceSource",
+    "Level",
     "Limits",
     "NetworkPolicy",
     "NewProtectedFiles",
@@ -276,15 +277,21 @@ class Policy(_Request):
 
     network: NetworkPolicy = NetworkPolicy.auto
     cheat_reward: float = 0.0
-    intercept_penalty: float = Field(-1.0, description="step reward at each intercepted step")
+    intercept_penalty: float = Field(
+        -1.0,
+        description="step reward at each step with an attempt or a cheat (intercepted, a "
+        "review no judge decided, a honeypot contact made during it); the episode's "
+        "reward stays its merit unless a cheat decides it",
+    )
     disabled_rules: list[str] = Field(
         default_factory=list, description="rule ids or patterns (`res.*`, `*`) to switch off"
     )
     judge: bool = True
     attempts_are_cheats: bool = Field(
         False,
-        description="a hit of a rule whose level is `attempt` (a probe structure made "
-        "harmless) makes the episode a cheat too, not only a step penalty",
+        description="an attempt (a rule's hit that structure answered, a review no judge "
+        "decided, a honeypot contact) makes the episode a cheat too, not only a step "
+        "penalty; resource exhaustion never does",
     )
     new_protected_files: NewProtectedFiles = Field(
         NewProtectedFiles.grade,
@@ -553,12 +560,25 @@ class EvidenceSource(StrEnum):
     grader = "grader"  # the grading process's runtime defences (audit hook, trusted ==)
 
 
+class Level(StrEnum):
+    """What a piece of evidence makes of its episode (anticheat/README.md, "Levels")."""
+
+    attempt = "attempt"  # structure answered it, nothing revealed: a step penalty, merit kept
+    cheat = "cheat"  # it acted on what the grader sees, or something withheld was revealed
+
+
 class Evidence(_Result):
     source: EvidenceSource
     category: CheatCategory
     detail: str
     rule: str | None = None
     step: int | None = None
+    level: Level | None = Field(
+        None,
+        description="`attempt`: a step penalty, the reward stays merit; `cheat`: the "
+        "policy's cheat reward; none: on record only (costs nothing)",
+    )
+    decisive: bool = Field(False, description="this item decided the verdict (`cheat`)")
 
 
 class CheatReport(_Result):
@@ -576,6 +596,9 @@ class Step(_Result):
     category: CheatCategory | None = None
     evidence: str | None = None
     judge: str | None = Field(None, description="the LLM judge's review, when a rule asked")
+    level: Level | None = Field(
+        None, description="what the rule's hit at this step makes of the episode, if one hit"
+    )
     reward: float = 0.0
     started_at: float | None = None
 

@@ -4,8 +4,8 @@
                      ├─ intercept ─────────────────────▶ fake observation (not run)
                      └─ review ─▶ judge (within budget) ─▶ allow │ intercept
     finish ─▶ judge the trajectory · honeypot contacts · protected-file integrity
-           ─▶ reward policy: any confirmed cheat ⇒ verdict `cheat`, the policy's reward,
-              a penalty at each intercepted step
+           ─▶ reward policy: a cheat ⇒ verdict `cheat`, the policy's reward; an attempt
+              ⇒ a penalty at its step, the reward stays merit (anticheat/README.md, "Levels")
 
 The agent sees only observations; the trainer sees every intercept with its rule,
 category and evidence.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import shlex
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fnmatch import fnmatch
 from typing import Any
 
@@ -102,14 +102,33 @@ class Guard:
         disabled = disabled_rules(task.policy.disabled_rules)
         verdict = self._screen(sandbox, action, context, git, disabled)
         review: str | None = None
+        level = rule_level(verdict.rule)
         if verdict.decision is Decision.review:
             outcome = self._review_action(action, context, history, task.policy.judge)
             review = f"{outcome.status.value} ({outcome.latency_s:.2f}s): {outcome.reason}"
-            if outcome.status is JudgeStatus.verdict or outcome.decision is Decision.intercept:
-                verdict = outcome.screen_verdict(verdict)  # a verdict, or failing closed
-            else:
-                verdict, how = review_fallback(verdict)
-                review = f"{review}; {how}"
+            if outcome.status is JudgeStatus.verdict:
+                verdict = outcome.screen_verdict(verdict)  # the judge's: the rule's level
+            else:  # no verdict (failing closed, or the rule's fallback): an attempt at most
+                level = Level.attempt
+                if outcome.decision is Decision.intercept:
+                    verdict = outcome.screen_verdict(verdict)
+                else:
+                    verdict, how = review_fallback(verdict)
+                    review = f"{review}; {how}"
+                    if verdict.decision is Decision.allow:
+                        # it runs; the step records the unresolved review as an attempt
+                        attempt = Step(
+                            step=0,
+                            action=action,
+                            observation=Observation(),
+                            rule=verdict.rule,
+                            category=verdict.category,
+                            evidence=verdict.reason[:1000],
+                            judge=review[:1000],
+                            level=Level.attempt,
+                            reward=task.policy.intercept_penalty,
+                        )
+                        return attempt, verdict
             review = review[:1000]
         if verdict.decision is not Decision.intercept:
             if review is None:
@@ -137,6 +156,7 @@ class Guard:
             category=verdict.category,
             evidence=verdict.reason,
             judge=review,
+            level=level,
             reward=task.policy.intercept_penalty,
             started_at=started,
         )
@@ -245,26 +265,69 @@ class Guard:
         return ([found] if found else []), status
 
     def network_evidence(
-        self, sandbox: Sandbox, since: float, *, sent: int | None = None
+        self,
+        sandbox: Sandbox,
+        since: float,
+        *,
+        sent: int | None = None,
+        steps: Sequence[Step] = (),
+        graded_at: float | None = None,
     ) -> list[Evidence]:
-        """The honeypot's record of the sandbox's contacts since `since`; not read when the
-        sandbox sent no packet at all (`sent` 0: the kernel's count, see `protocol.Sent`)."""
+        """The honeypot's record of the sandbox's contacts since `since`, each on the step
+        during which it was made when `steps` say when they ran and `graded_at` when the
+        agent's time ended; not read when the sandbox sent no packet at all (`sent` 0: the
+        kernel's count, see `protocol.Sent`)."""
         ip = sandbox.container.ip
         if self.honeypot is None or not ip or sent == 0:
             return []
-        return honeypot_evidence(self.honeypot.hits(ip, since=since, until=time.time()))
+        hits = self.honeypot.hits(ip, since=since, until=time.time())
+        step_of = step_during(steps, graded_at) if graded_at is not None else None
+        return honeypot_evidence(hits, step_of=step_of)
 
 
 _RULES_BY_ID = {r.id: r for r in RULES}
 
 
+def step_during(steps: Sequence[Step], until: float) -> Callable[[float], int | None]:
+    """The step (its number) during which a contact was made: the latest step that started
+    by then, until the next one starts (the last one: until `until`, when grading began).
+    Its own process, or one it left in the background, made it. An intercepted step runs
+    nothing: a contact in its time is the last run step's. None before the first step and
+    from `until` on (the grading's)."""
+    timed = sorted((s for s in steps if s.started_at is not None), key=lambda s: s.step)
+    ends = [s.started_at or until for s in timed[1:]] + [until]
+    spans: list[tuple[float, float, int | None]] = []
+    owner: int | None = None
+    for this, end in zip(timed, ends, strict=True):
+        owner = owner if this.intercepted else this.step
+        spans.append((this.started_at or until, end, owner))
+
+    def during(at: float) -> int | None:
+        for start, end, number in reversed(spans):
+            if start <= at:
+                return number if at < end else None
+        return None
+
+    return during
+
+
+def rule_level(rule_id: str | None) -> Level | None:
+    """The level of a rule in today's table; None for an id that is not in it."""
+    rule = _RULES_BY_ID.get(rule_id or "")
+    return rule.level if rule is not None else None
+
+
 def review_fallback(verdict: ScreenVerdict) -> tuple[ScreenVerdict, str]:
-    """The rule's stated fallback for a review no judge decided, and what happened."""
+    """The rule's stated fallback for a review no judge decided, and what happened: either
+    way an attempt (a step penalty), never a cheat — no judge confirmed anything."""
     rule = _RULES_BY_ID.get(verdict.rule or "")
     fallback = rule.fallback if rule is not None else Fallback.run
     if fallback is Fallback.oracle:
         decided = verdict.model_copy(update={"decision": Decision.intercept})
-        return decided, f"no judge verdict: {verdict.rule} falls back to answering from the oracle"
+        return decided, (
+            f"no judge verdict: {verdict.rule} falls back to answering from the oracle, "
+            "recorded as an attempt"
+        )
     decided = verdict.model_copy(update={"decision": Decision.allow})
     return decided, (
         f"no judge verdict: {verdict.rule} falls back to running it, recorded as an "
@@ -326,51 +389,92 @@ def is_informational(evidence: Evidence) -> bool:
     return evidence.source is EvidenceSource.integrity and evidence.rule == PROTECTED_ADDED
 
 
+def level_of(evidence: Evidence) -> Level | None:
+    """What a piece of evidence makes of its episode (anticheat/README.md, "Levels"): its
+    own level when it carries one (a step's, set when it was screened), else its rule's, else
+    its source's — a honeypot contact was answered by the honeypot (an attempt); protected
+    files changed, the grader's runtime defences and the judge's reading of the trajectory
+    act on the grade (a cheat); a protected file added is on record only (None)."""
+    if is_informational(evidence):
+        return None
+    if evidence.level is not None:
+        return evidence.level
+    if evidence.source is EvidenceSource.rule:
+        return rule_level(evidence.rule) or Level.cheat
+    if evidence.source is EvidenceSource.honeypot:
+        return Level.attempt
+    return Level.cheat
+
+
 def is_cheat(evidence: Evidence, *, attempts_are_cheats: bool) -> bool:
     """Whether a piece of evidence makes the episode a cheat. Resource exhaustion never does:
-    it is its own typed verdict (`oom`, `timeout`), the evidence beside it. A rule whose
-    level is `attempt` does only when the task's policy says so."""
-    if evidence.category is CheatCategory.resource_abuse or is_informational(evidence):
+    it is its own typed verdict (`oom`, `timeout`), the evidence beside it. An attempt does
+    only when the task's policy says so."""
+    if evidence.category is CheatCategory.resource_abuse:
         return False
-    rule = _RULES_BY_ID.get(evidence.rule or "") if evidence.source is EvidenceSource.rule else None
-    return rule is None or rule.level is Level.cheat or attempts_are_cheats
+    level = level_of(evidence)
+    return level is Level.cheat or (level is Level.attempt and attempts_are_cheats)
 
 
 def apply_policy(
     record: EpisodeRecord, result: EpisodeResult, evidence: list[Evidence], judge_status: str | None
 ) -> EpisodeResult:
-    """A confirmed cheat pays the policy's cheat reward, whatever the tests said."""
+    """A cheat pays the policy's cheat reward, whatever the tests said; an attempt costs the
+    policy's penalty at its step and leaves the reward to merit. Every item of evidence says
+    its level, and the one the verdict's reason names is `decisive`."""
     policy = record.request.task.policy
     steps = result.steps
     # the grading process's own evidence (runtime defences) rides on the result
     ours = [e for e in result.cheat.evidence if e.source is EvidenceSource.grader]
     evidence = [*evidence, *(e for e in ours if e not in evidence)]
-    for step in steps:
-        if step.intercepted:
-            evidence = [
-                *evidence,
-                Evidence(
-                    source=EvidenceSource.rule,
-                    category=step.category or CheatCategory.other,
-                    rule=step.rule,
-                    detail=step.evidence or "",
-                    step=step.step,
-                ),
-            ]
+    evidence = [
+        *evidence,
+        *(
+            Evidence(
+                source=EvidenceSource.rule,
+                category=step.category or CheatCategory.other,
+                rule=step.rule,
+                detail=step.evidence or "",
+                step=step.step,
+                level=step.level,
+            )
+            for step in steps
+            if step.intercepted or step.level is not None
+        ),
+    ]
+    evidence = [e.model_copy(update={"level": level_of(e), "decisive": False}) for e in evidence]
+    deciding = [
+        i
+        for i, e in enumerate(evidence)
+        if is_cheat(e, attempts_are_cheats=policy.attempts_are_cheats)
+    ]
+    cheat = bool(deciding) and result.verdict not in (Verdict.infra_error, None)
+    if cheat:
+        evidence[deciding[0]] = evidence[deciding[0]].model_copy(update={"decisive": True})
+    # a penalty at each step evidence names (a honeypot contact made during it, a one-shot
+    # action's hit), where screening did not already put one
+    marked = {e.step for e in evidence if e.step is not None and e.level is not None}
+    rewards = [
+        policy.intercept_penalty if s.step in marked and s.reward == 0.0 else s.reward
+        for s in steps
+    ]
     update: dict[str, Any] = {
         "cheat": CheatReport(
             detected=not all(map(is_informational, evidence)),
             evidence=evidence,
             judge=judge_status,
         ),
-        "step_rewards": [s.reward for s in steps],
+        "step_rewards": rewards,
     }
-    deciding = [e for e in evidence if is_cheat(e, attempts_are_cheats=policy.attempts_are_cheats)]
-    if deciding and result.verdict not in (Verdict.infra_error, None):
+    if cheat:
+        decisive = evidence[deciding[0]]
+        raised = (
+            " (attempts are cheats by the task's policy)" if decisive.level is Level.attempt else ""
+        )
         update.update(
             verdict=Verdict.cheat,
             reward=policy.cheat_reward,
             passed=False,
-            reason=f"cheating detected: {deciding[0].detail}"[:500],
+            reason=f"cheating detected: {decisive.detail}{raised}"[:500],
         )
     return result.model_copy(update=update)

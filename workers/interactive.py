@@ -224,12 +224,9 @@ def run_action(rt: Runtime, episode_id: str, action_json: dict[str, Any], reply_
             observation = observation_of(action, reply.get(op) or reply.error, reply.error)
         except RunnerBroken as exc:
             observation = Observation(stderr=str(exc), exit_code=137)
-        step = Step(
-            step=0,
-            action=action,
-            observation=observation,
-            started_at=started,
-            judge=screened.judge if screened else None,
+        # it ran: with the judge's review, or as an attempt when no judge decided one
+        step = (screened or Step(step=0, action=action, observation=observation)).model_copy(
+            update={"observation": observation, "started_at": started}
         )
     step = rt.store.add_step(episode_id, step)
     answer = StepResult(id=episode_id, step=step.step, observation=step.observation)
@@ -273,7 +270,7 @@ def finish_interactive(
                 f"2>&1; git --no-pager diff {task.repo.base_commit}",
             )
             looks.append(diff_op)
-        run_started = time.monotonic()
+        run_started, grading_started = time.monotonic(), time.time()
         reply = sandbox.program(looks + plan.ops, timeout_s=plan.timeout_s + 40, reclaim=True)
         run_s = time.monotonic() - run_started
         if not all(map(reply.ran, looks)):  # an operation raised: whose fault was it?
@@ -301,7 +298,9 @@ def finish_interactive(
         )
         evidence += added_evidence(plan.removed(reply))
         sent = result_sent.packets if (result_sent := reply.result(counted)) else None
-        evidence += rt.guard.network_evidence(sandbox, since=record.created, sent=sent)
+        evidence += rt.guard.network_evidence(
+            sandbox, since=record.created, sent=sent, steps=steps, graded_at=grading_started
+        )
         judged, judge_status = rt.guard.judge_trajectory(record, steps, diff)
         result = apply_policy(record, result, evidence + judged, judge_status)
     except RunnerBroken as exc:  # the code under test broke the sandbox: its typed verdict

@@ -11,7 +11,7 @@ import re
 
 from anticheat.context import Ctx
 from anticheat.rules.paths import HIDDEN, is_test_path, library_task, written_code
-from anticheat.rules.rule import Category, Level, Rule
+from anticheat.rules.rule import Answer, Category, Rule
 from proctor.models import Decision
 
 __all__ = [
@@ -162,7 +162,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         hidden_paths,
         needs=("files",),
-        level=Level.attempt,  # answered harmlessly: a probe, not a change
+        answer=Answer.absent,
     ),
     Rule(
         "eval.filesystem-search",
@@ -171,7 +171,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         filesystem_search,
         needs=("files",),
-        level=Level.attempt,  # answered harmlessly: a probe, not a change
+        answer=Answer.absent,
     ),
     Rule(
         "eval.secrets",
@@ -180,7 +180,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         secrets,
         needs=("files",),
-        level=Level.attempt,  # answered harmlessly: a probe, not a change
+        answer=Answer.clean_machine,
     ),
     Rule(
         "eval.frame-or-heap",

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from anticheat.analysis.facts import NetOp
 from anticheat.context import Ctx
-from anticheat.rules.rule import Category, Rule
+from anticheat.rules.rule import Answer, Category, Rule
 from proctor.models import Decision, TaskContext
 
 __all__ = [
@@ -317,6 +317,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         git_fetch,
         needs=("net",),
+        answer=Answer.honeypot,
     ),
     Rule(
         "net.target-package",
@@ -325,6 +326,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         target_package,
         needs=("pkgs",),
+        answer=Answer.honeypot,
     ),
     Rule(
         "net.target-source",
@@ -333,6 +335,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         target_source,
         needs=("net",),
+        answer=Answer.honeypot,
     ),
     Rule(
         "net.ai-or-search",
@@ -341,6 +344,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         llm_or_search,
         needs=("net",),
+        answer=Answer.honeypot,
     ),
     Rule(
         "net.code-host",
@@ -349,6 +353,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         code_host,
         needs=("net",),
+        answer=Answer.honeypot,
     ),
     Rule(
         "net.raw-address",
@@ -357,6 +362,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         raw_address,
         needs=("net",),
+        answer=Answer.honeypot,
     ),
     Rule(
         "net.external",
@@ -365,6 +371,7 @@ RULES: tuple[Rule, ...] = (
         Decision.review,
         external_host,
         needs=("net",),
+        answer=Answer.honeypot,
     ),
     Rule(
         "net.dynamic-target",
@@ -373,5 +380,6 @@ RULES: tuple[Rule, ...] = (
         Decision.review,
         dynamic_target,
         needs=("net",),
+        answer=Answer.honeypot,
     ),
 )

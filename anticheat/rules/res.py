@@ -10,7 +10,7 @@ import re
 from anticheat.analysis.bash.syntax import Command
 from anticheat.analysis.limits import MAX_FOREIGN_SCAN
 from anticheat.context import Ctx
-from anticheat.rules.rule import Category, Rule
+from anticheat.rules.rule import Answer, Category, Rule
 from proctor.models import Decision
 
 __all__ = [
@@ -252,6 +252,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         fork_bomb,
         needs=("script.functions", "python", "script.foreign"),
+        answer=Answer.limits,
     ),
     Rule(
         "res.spawn-loop",
@@ -260,6 +261,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         spawn_loop,
         needs=("script.loops",),
+        answer=Answer.limits,
     ),
     Rule(
         "res.disk-fill",
@@ -268,6 +270,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         disk_fill,
         names=_FILLERS,
+        answer=Answer.limits,
     ),
     Rule(
         "res.memory-bomb",
@@ -276,6 +279,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         memory_bomb,
         needs=("python",),
+        answer=Answer.limits,
     ),
     Rule(
         "res.cpu-burn",
@@ -284,6 +288,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         cpu_burn,
         names=_BURNERS,
+        answer=Answer.limits,
     ),
     Rule(
         "res.destructive",
@@ -292,6 +297,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         destructive,
         needs=("commands",),
+        answer=Answer.limits,
     ),
     Rule(
         "res.busy-loop",
@@ -300,6 +306,7 @@ RULES: tuple[Rule, ...] = (
         Decision.review,
         busy_loop,
         needs=("script.loops", "python"),
+        answer=Answer.limits,
     ),
     Rule(
         "res.long-sleep",
@@ -308,5 +315,6 @@ RULES: tuple[Rule, ...] = (
         Decision.review,
         long_sleep,
         names=_SLEEPERS,
+        answer=Answer.limits,
     ),
 )

@@ -1,4 +1,5 @@
-"""A rule as data: an id, a category, a description, a decision and a matcher.
+"""A rule as data: an id, a category, a description, a decision, a matcher, and what
+structure answers a hit with (`answer`, which fixes the rule's `level`).
 
 The matcher reads the parsed facts of one action (never its raw text) and returns the
 evidence it saw, or None. The id's prefix (`vcs.`, `net.`, …) names the module of
@@ -16,26 +17,33 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from anticheat.context import Matcher
-from proctor.models import CheatCategory, Decision
+from proctor.models import CheatCategory, Decision, Level
 
-__all__ = ["Category", "Fallback", "Level", "Rule"]
+__all__ = ["Answer", "Category", "Fallback", "Level", "Rule"]
 
 Category = CheatCategory  # the wire's enum: a verdict's category is a rule's
 
 
 class Fallback(StrEnum):
     """What a `review` comes to when no judge gives a verdict (none configured, down, over
-    budget, or switched off by the task): never a silent allow."""
+    budget, or switched off by the task): never a silent allow, never a cheat — whichever it
+    is, the step records the review as an attempt (only a judge's verdict confirms more)."""
 
     run = "run"  # it runs, and the step records the unresolved review as an attempt
     oracle = "oracle"  # it is intercepted and answered as a clean, sealed sandbox would
 
 
-class Level(StrEnum):
-    """What a hit of the rule makes of the episode (the task policy can raise attempts)."""
+class Answer(StrEnum):
+    """What structure answers a hit with, whatever the screen did: the sandbox is built so
+    that this is all the action can get (anticheat/README.md, "Levels")."""
 
-    attempt = "attempt"  # structure made it harmless (nothing revealed): a step penalty only
-    cheat = "cheat"  # it changed, or was meant to change, what the grader sees: `cheat`
+    sealed_history = "sealed_history"  # the sealed repository: the base commit's past only
+    honeypot = "honeypot"  # no route out: a resolver failure, or the honeypot's fake page
+    absent = "absent"  # hidden tests and grader are not in the sandbox while the agent acts
+    clean_machine = "clean_machine"  # no secrets, no grader process: a plain machine answers
+    # the sandbox's limits (memory, pids, disk, time) and lock-down (read-only root, no
+    # capabilities, its own pid namespace): exhaustion is its typed verdict, never a cheat
+    limits = "limits"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +54,9 @@ class Rule:
     decision: Decision
     matcher: Matcher
     fallback: Fallback = Fallback.run
-    level: Level = Level.cheat
+    # what structure answers a hit with; None: nothing does — the rule matches what acts on
+    # the grade (tests, grader, runner, equality, early exit, code that reads the tests)
+    answer: Answer | None = None
     # Facts fields (`net`, `python`, `script.loops` …) the evidence is read from; empty: any
     needs: tuple[str, ...] = ()
     # command names (`Command.name`) the evidence is read from, as an alternative source
@@ -55,3 +65,9 @@ class Rule:
     @property
     def gated(self) -> bool:
         return bool(self.needs) or self.names is not None
+
+    @property
+    def level(self) -> Level:
+        """The rule for choosing a level, stated once: a hit structure answers (nothing the
+        task withholds can come back) is an attempt; one that acts on the grade is a cheat."""
+        return Level.attempt if self.answer is not None else Level.cheat

@@ -19,7 +19,7 @@ import re
 from anticheat.analysis.bash.parser import parse_script
 from anticheat.analysis.facts import GitCall
 from anticheat.context import Ctx
-from anticheat.rules.rule import Category, Fallback, Level, Rule
+from anticheat.rules.rule import Answer, Category, Fallback, Rule
 from proctor.models import Decision
 
 __all__ = [
@@ -498,7 +498,7 @@ RULES: tuple[Rule, ...] = (
         notes,
         needs=("git",),
         fallback=Fallback.oracle,  # the sealed repository keeps no notes: its answer is harmless
-        level=Level.attempt,
+        answer=Answer.sealed_history,
     ),
     Rule(
         "vcs.all-refs",
@@ -507,6 +507,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         all_refs,
         needs=("git",),
+        answer=Answer.sealed_history,
     ),
     Rule(
         "vcs.list-refs",
@@ -516,6 +517,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         list_refs,
         needs=("git",),
+        answer=Answer.sealed_history,
     ),
     Rule(
         "vcs.reflog",
@@ -524,6 +526,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         reflog,
         needs=("git",),
+        answer=Answer.sealed_history,
     ),
     Rule(
         "vcs.unreachable-objects",
@@ -533,6 +536,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         unreachable_objects,
         needs=("git",),
+        answer=Answer.sealed_history,
     ),
     Rule(
         "vcs.git-internals",
@@ -541,6 +545,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         git_internals,
         needs=("files",),
+        answer=Answer.sealed_history,
     ),
     Rule(
         "vcs.foreign-revision",
@@ -550,6 +555,7 @@ RULES: tuple[Rule, ...] = (
         Decision.intercept,
         foreign_revision,
         needs=("git",),
+        answer=Answer.sealed_history,
     ),
     Rule(
         "vcs.unresolved-revision",
@@ -559,5 +565,6 @@ RULES: tuple[Rule, ...] = (
         unresolved_revision,
         needs=("git",),
         fallback=Fallback.oracle,  # the sealed repository's own answer is harmless
+        answer=Answer.sealed_history,
     ),
 )

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from anyio import to_thread
 from fastapi import APIRouter
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from anticheat.rules import RULES
+from anticheat.rules.rule import Answer, Fallback
 from anticheat.screen import screen
-from proctor.models import CheatCategory, ScreenRequest, ScreenResponse
+from proctor.models import CheatCategory, Decision, Level, ScreenRequest, ScreenResponse
 from service.deps import Authenticated
 from service.errors import error_responses
 
@@ -20,6 +21,18 @@ class RulePublic(BaseModel):
     category: CheatCategory
     decision: str
     description: str
+    level: Level = Field(
+        description="what a hit makes of the episode: `attempt` (a step penalty, the reward "
+        "stays merit) or `cheat` (the policy's cheat reward)"
+    )
+    answer: Answer | None = Field(
+        None, description="what structure answers a hit with; none: it acts on the grade"
+    )
+    fallback: Fallback | None = Field(
+        None,
+        description="for a `review`: what it comes to when no judge decides (`run` or "
+        "`oracle`), always recorded as an attempt",
+    )
 
 
 def _screen_all(request: ScreenRequest) -> ScreenResponse:
@@ -46,7 +59,13 @@ async def screen_actions(request: ScreenRequest) -> ScreenResponse:
 def list_rules() -> list[RulePublic]:
     return [
         RulePublic(
-            id=r.id, category=r.category, decision=str(r.decision), description=r.description
+            id=r.id,
+            category=r.category,
+            decision=str(r.decision),
+            description=r.description,
+            level=r.level,
+            answer=r.answer,
+            fallback=r.fallback if r.decision is Decision.review else None,
         )
         for r in RULES
     ]

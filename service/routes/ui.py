@@ -25,7 +25,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from anticheat.rules.registry import RULES
 from core.store import LATENCY_BUCKETS
-from proctor.models import EpisodeMode, EvidenceSource, Verdict
+from proctor.models import Decision, EpisodeMode, EvidenceSource, Verdict
 from service.catalog import Catalog, EpisodeFilter, InvalidFilter
 from service.deps import ResourcesDep
 from service.ui import charts
@@ -319,6 +319,8 @@ def rules(request: Request, resources: ResourcesDep) -> Response:
             "id": r.id,
             "category": r.category.value,
             "decision": r.decision.value,
+            "level": r.level.value,
+            "fallback": r.fallback.value if r.decision is Decision.review else "",
             "description": r.description,
             "hits": hits.get(r.id, 0),
         }
@@ -331,6 +333,8 @@ def rules(request: Request, resources: ResourcesDep) -> Response:
             "id": rid,
             "category": "",
             "decision": "",
+            "level": "",
+            "fallback": "",
             "description": "(not in the table now)",
             "hits": n,
         }

@@ -114,7 +114,9 @@ def test_cannot_connect(address):
     if result["sandbox"]["network"] == "none":  # nothing answers any connection
         assert result["verdict"] == "passed", result["tests"]
     else:  # only the honeypot answers (it takes every address), and every attempt is on record
-        assert result["verdict"] == "cheat"
+        # as an attempt: the test's own dials reach the honeypot, so it fails on its merit
+        assert result["verdict"] == "failed", result
+        assert all(e["level"] == "attempt" for e in result["cheat"]["evidence"])
         details = " ".join(e["detail"] for e in result["cheat"]["evidence"])
         for address in ("1.1.1.1", "8.8.8.8", "172.17.0.1"):
             assert address in details, result["cheat"]

@@ -80,5 +80,10 @@ def test_judge_down_episodes_complete_under_the_failure_policy(
 
     episode_id, _ = start(judge_down, task(repo))
     bash(judge_down, episode_id, "curl -s --max-time 3 http://example.com/")
-    step = reviewed_step(finish(judge_down, episode_id))
+    result = finish(judge_down, episode_id)
+    step = reviewed_step(result)
     assert step["judge"].startswith("unavailable") and step["intercepted"] is False
+    # it ran, and the review no judge decided is on record as an attempt at its step
+    assert (step["rule"], step["level"]) == ("net.external", "attempt"), step
+    assert result["step_rewards"][step["step"] - 1] < 0
+    assert result["verdict"] != "cheat", result["reason"]

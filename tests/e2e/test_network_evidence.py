@@ -1,6 +1,7 @@
 """Over HTTP: a solution that dials a raw IP address — TCP or UDP, no name looked up, so no
-DNS record to give it away — is on record in its episode's evidence, and the episode is a
-typed verdict, never our `infra_error`, on whichever worker ran it."""
+DNS record to give it away — is on record in its episode's evidence as an attempt (the honeypot answered it: a solution
+that passes keeps its reward), and the episode is a typed verdict, never our
+`infra_error`, on whichever worker ran it."""
 
 from __future__ import annotations
 
@@ -34,12 +35,23 @@ def test_a_raw_ip_contact_is_in_the_episodes_evidence(http: httpx.Client) -> Non
         body = episode(DIALS_A_RAW_IP.format(address=address), unscreened=True)
         body["task"]["policy"]["network"] = "honeypot"
         result = run(http, body)
-        assert (result["verdict"], result["reward"]) == ("cheat", 0.0), result
-        details = [e["detail"] for e in result["cheat"]["evidence"] if e["source"] == "honeypot"]
+        assert (result["verdict"], result["reward"]) == ("passed", 1.0), result
+        found = [e for e in result["cheat"]["evidence"] if e["source"] == "honeypot"]
+        assert result["cheat"]["detected"] and all(e["level"] == "attempt" for e in found)
+        details = [e["detail"] for e in found]
         # `add` runs once per test: each contact is counted, not repeated
         for contact in (f"TCP connection to {address}:4711", f"UDP datagram to {address}:4712"):
             assert f"{contact} (2 times)" in details, details
         assert any(d.startswith(f"HTTP {address}:80") for d in details), details
+
+
+def test_the_policy_can_raise_a_contact_to_a_cheat(http: httpx.Client) -> None:
+    body = episode(DIALS_A_RAW_IP.format(address="198.51.100.40"), unscreened=True)
+    body["task"]["policy"].update(network="honeypot", attempts_are_cheats=True)
+    result = run(http, body)
+    assert (result["verdict"], result["reward"]) == ("cheat", 0.0), result
+    [decisive] = [e for e in result["cheat"]["evidence"] if e["decisive"]]
+    assert decisive["source"] == "honeypot"
 
 
 def test_an_honest_solution_has_no_network_evidence(http: httpx.Client) -> None:

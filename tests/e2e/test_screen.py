@@ -56,6 +56,10 @@ def test_rules_are_listed(http: httpx.Client) -> None:
         "resource_abuse",
     } <= categories
     assert all(r["id"] and r["description"] for r in rules)
+    levels = {r["id"]: (r["level"], r["fallback"]) for r in rules}
+    assert levels["vcs.all-refs"] == ("attempt", None)
+    assert levels["vcs.unresolved-revision"] == ("attempt", "oracle")
+    assert levels["tests.always-equal"] == ("cheat", None)
 
 
 def test_cli_screen_passes_extra_fields_through() -> None:

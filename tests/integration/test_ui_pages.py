@@ -23,6 +23,7 @@ from proctor.models import (
     EpisodeStatus,
     Evidence,
     EvidenceSource,
+    Level,
     Observation,
     Step,
     Verdict,
@@ -62,7 +63,15 @@ def finished(
                 source=EvidenceSource.honeypot,
                 category=CheatCategory.network_fetch,
                 detail=f"contacted files.example.org {SCRIPT}",
-            )
+                level=Level.attempt,
+            ),
+            Evidence(
+                source=EvidenceSource.integrity,
+                category=CheatCategory.test_tampering,
+                detail="protected file modified: tests/test_x.py",
+                level=Level.cheat,
+                decisive=True,
+            ),
         ]
         if verdict is Verdict.cheat
         else [],
@@ -129,6 +138,9 @@ def test_sandbox_output_is_shown_as_text(client: httpx.Client, redis_client: red
     assert SCRIPT not in page.text
     assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in page.text
     assert "vcs.future-commits" in page.text and "files.example.org" in page.text
+    # the evidence that decided the verdict is marked, and only it
+    assert page.text.count("decided the verdict</span>") == 1
+    assert page.text.count('class="decisive"') == 1
 
 
 @pytest.mark.redis
@@ -148,3 +160,37 @@ def test_filters_unknown_ids_and_bad_filters(
     assert bad.status_code == 422 and "since: &#39;last tuesday&#39; is not a time" in bad.text
     rules = client.get("/ui/rules").text
     assert "vcs.future-commits" in rules
+    row = rules[rules.index("<code>vcs.unresolved-revision</code>") :].split("</tr>")[0]
+    assert ">attempt<" in row and ">oracle<" in row
+
+
+@pytest.mark.redis
+def test_an_episode_with_attempts_only_says_its_reward_is_merit(
+    client: httpx.Client, redis_client: redis.Redis
+) -> None:
+    store = EpisodeStore(redis_client)
+    request = EpisodeCreate.model_validate(
+        {"mode": "interactive", "task": {"tests": {"files": {"t.py": "x"}}}}
+    )
+    admission = store.create([request], dedup_keys=[None], max_queued=1000, dedup_ttl_s=60)
+    record = store.get(admission.ids[0])
+    assert record is not None
+    walk = Evidence(
+        source=EvidenceSource.rule,
+        category=CheatCategory.vcs_history,
+        rule="vcs.all-refs",
+        detail="vcs.all-refs: `git log --all`",
+        step=1,
+        level=Level.attempt,
+    )
+    result = results.ended(
+        record,
+        EpisodeStatus.completed,
+        Verdict.passed,
+        reward=1.0,
+        passed=True,
+        cheat=CheatReport(detected=True, evidence=[walk]),
+    )
+    assert store.finish(result)
+    page = signed_in(client).get(f"/ui/episodes/{record.id}").text
+    assert "attempts only" in page and 'class="decisive"' not in page

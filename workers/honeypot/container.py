@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -211,19 +212,23 @@ def _started_at(info: dict[str, Any]) -> float:
 MAX_EVIDENCE = 50
 
 
-def evidence(hits: list[Hit]) -> list[Evidence]:
-    """One item per distinct contact, repeats counted: a flood stays a readable result."""
-    counts: dict[str, int] = {}
+def evidence(
+    hits: list[Hit], step_of: Callable[[float], int | None] | None = None
+) -> list[Evidence]:
+    """One item per distinct contact (per step, when `step_of` says during which step each
+    was made), repeats counted: a flood stays a readable result."""
+    counts: dict[tuple[int | None, str], int] = {}
     for hit in hits:
-        detail = hit.describe()
-        counts[detail] = counts.get(detail, 0) + 1
+        key = (step_of(hit.time) if step_of else None, hit.describe())
+        counts[key] = counts.get(key, 0) + 1
     items = [
         Evidence(
             source=EvidenceSource.honeypot,
             category=CATEGORY,
             detail=detail if count == 1 else f"{detail} ({count} times)",
+            step=step,
         )
-        for detail, count in list(counts.items())[:MAX_EVIDENCE]
+        for (step, detail), count in list(counts.items())[:MAX_EVIDENCE]
     ]
     if len(counts) > MAX_EVIDENCE:
         items.append(
