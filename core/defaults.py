@@ -48,7 +48,10 @@ SANDBOX_USER: Final = "1000:1000"  # uid:gid the code under test runs as
 POOL_SIZE: Final = 2  # warm containers per image per worker process
 # a SandboxFusion `/run_code` request's memory when it names none (its pools are prewarmed too)
 RUN_CODE_MEMORY_MB: Final = 1024
-ISOLATION: Final = "container"  # `container`: a fresh one per episode; `pooled`: see pooled.py
+# `pooled` (sandboxes serving one episode after another, each a fresh uid, graded split:
+# docs/isolation.md) holds the red team's attacks as a fresh container does, at ~10x its
+# throughput; `container`: a fresh one per episode (a task may ask for it)
+ISOLATION: Final = "pooled"
 POOLED_EPISODES: Final = 200  # episodes one pooled sandbox serves before it is replaced
 NETWORK: Final = "auto"  # `auto`: the honeypot network where a task allows; `none`: never
 HONEYPOT_NETWORK: Final = "proctor-sandbox"  # the honeypot's own internal network

@@ -196,3 +196,13 @@ def test_exit_code_format(http: httpx.Client) -> None:
     }
     result = run(http, body)
     assert (result["verdict"], result["reward"], result["exit_code"]) == ("passed", 1.0, 0)
+
+
+def test_episodes_run_pooled_unless_the_task_asks_for_a_container(http: httpx.Client) -> None:
+    """The default deployment pools (`PROCTOR_ISOLATION`); a task may ask for more."""
+    pooled = run(http, episode(ADD))
+    assert (pooled["verdict"], pooled["sandbox"]["isolation"]) == ("passed", "pooled")
+    body = episode(ADD)
+    body["task"]["isolation"] = "container"
+    own = run(http, body)
+    assert (own["verdict"], own["sandbox"]["isolation"]) == ("passed", "container")

@@ -9,7 +9,7 @@ import pytest
 
 from tests import humaneval
 
-# on the test, not the module: test_pooled.py imports it
+# on the test, not the module: test_container_mode.py imports it
 needs_data = pytest.mark.skipif(
     not humaneval.DATA.exists(), reason=f"HumanEval data not found at {humaneval.DATA}"
 )

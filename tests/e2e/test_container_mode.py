@@ -1,11 +1,11 @@
-"""The one-shot suite again, on a deployment with pooled isolation: the same rewards and
+"""The one-shot suite again, on a deployment whose one-shot episodes each get a fresh
+container (`PROCTOR_ISOLATION=container`; the default is pooled): the same rewards and
 verdicts for the same episodes (HumanEval's 164 canonical and broken solutions, abuse,
-early exits, exhausted resources, the grader's runtime defences against cheats and their
-honest look-alikes), each episode's sandbox reported as pooled, and a task
-that asks for a container of its own gets one.
+early exits, exhausted resources, the grading defences against cheats and their honest
+look-alikes), each episode's sandbox reported as a container.
 
 The tests are the default mode's own, imported: pytest runs them here with this module's
-`service_url`, a service whose workers serve one-shot episodes from pooled sandboxes.
+`service_url`, a service whose workers serve one-shot episodes from fresh containers.
 """
 
 from __future__ import annotations
@@ -60,18 +60,14 @@ from tests.e2e.test_resource_exhaustion import (  # noqa: F401
 def service_url(docker_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # a Redis database of its own: the session's service would take these episodes (and
     # share identical requests' results)
-    log = tmp_path_factory.mktemp("pooled") / "service.log"
+    log = tmp_path_factory.mktemp("container") / "service.log"
     with (
         claimed_database() as redis_url,
-        running_service(redis_url, log, PROCTOR_ISOLATION="pooled") as url,
+        running_service(redis_url, log, PROCTOR_ISOLATION="container") as url,
     ):
         yield url
 
 
-def test_episodes_run_pooled_unless_the_task_asks_for_a_container(http: httpx.Client) -> None:
-    pooled = run(http, episode(ADD))
-    assert (pooled["verdict"], pooled["sandbox"]["isolation"]) == ("passed", "pooled")
-    body = episode(ADD)
-    body["task"]["isolation"] = "container"
-    own = run(http, body)
-    assert (own["verdict"], own["sandbox"]["isolation"]) == ("passed", "container")
+def test_episodes_run_in_a_container_of_their_own(http: httpx.Client) -> None:
+    result = run(http, episode(ADD))
+    assert (result["verdict"], result["sandbox"]["isolation"]) == ("passed", "container")
