@@ -238,6 +238,13 @@ def test_what_would_fool_an_in_process_grader_fails(tmp_path: Path, solution: st
     assert record["completed"] is False
 
 
+def test_a_stop_iteration_from_a_call_ends_no_loop_of_the_tests(tmp_path: Path) -> None:
+    solution = {"solution.py": "def check(x):\n    raise StopIteration\n"}
+    tests = {"test_solution.py": "from solution import check\nassert all(map(check, [1, 2]))\n"}
+    record, _ = split_run(tmp_path, solution, tests, "programs")
+    assert (record["completed"], record["exception"]) == (False, "RuntimeError")
+
+
 def test_the_tests_data_files_are_the_graders_own(tmp_path: Path) -> None:
     tests = {
         "test_solution.py": (

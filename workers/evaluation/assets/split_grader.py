@@ -299,7 +299,12 @@ class Link:
             self.gone = "the solution exited (%r) during a call" % (answer["exit"],)
             raise Gone(self.gone)
         if "raise" in answer:
-            raise _exception(answer.get("raise"), answer.get("message"))
+            raised = _exception(answer.get("raise"), answer.get("message"))
+            if isinstance(raised, StopIteration | StopAsyncIteration) and op != "next":
+                # only an iterator's end may end the tests' loop (`all(map(candidate, …))`
+                # would pass on an empty run): elsewhere it is an error, as PEP 479 has it
+                raised = RuntimeError("the solution raised %s" % type(raised).__name__)
+            raise raised
         try:
             return decode(answer.get("ok"), self.remote)
         except (ValueError, TypeError, RecursionError, KeyError) as exc:
