@@ -8,6 +8,7 @@ A ground truth (a dict, or the JSON text of one) is one of:
     {"assert_case": [...]} (+ "inputs"/"outputs")        the solution followed by each snippet
     {"input_output": "<JSON of one of the above>"}       APPS/TACO rows as published
     {"test": "...", "entry_point": "f"}                  HumanEval: `check(f)` must not raise
+                                                         (a plain pytest test, graded split)
     {"tests": {...}, ...} or {"task": {...}, "solution_path": "..."}   a Proctor task as is
 
 A sample becomes one one-shot episode. For case lists the hidden tests are a generated
@@ -121,6 +122,8 @@ def episode_for(
     try:
         if "tests" in spec or "task" in spec:
             return _proctor_task(spec, code, metadata)
+        if "test" in spec and "entry_point" in spec:
+            return _check_task(spec, code, options, metadata)
         return _case_task(spec, code, options, metadata)
     except ValidationError as exc:
         raise GroundTruthError(f"the task is not valid: {_first_error(exc)}") from exc
@@ -150,6 +153,45 @@ def _proctor_task(
     return EpisodeCreate(
         task=TaskSpec.model_validate(task_data),
         solution=Solution(files={path: code}),
+        metadata=dict(metadata or {}),
+    )
+
+
+# HumanEval's `check(candidate)` as a plain pytest test: the workers grade it split, in a
+# process of its own that the solution cannot read or reach (docs/isolation.md)
+CHECK_FILE = "test_check.py"
+CHECK_TEMPLATE = """\
+import solution as _solution
+
+globals().update({{k: v for k, v in vars(_solution).items() if not k.startswith("__")}})
+
+{test}
+
+
+def test_check():
+    check({entry_point})
+"""
+
+
+def _check_task(
+    spec: Mapping[str, Any],
+    code: str,
+    options: CodeTaskOptions,
+    metadata: Mapping[str, str] | None,
+) -> EpisodeCreate:
+    entry_point = str(spec["entry_point"])
+    if not entry_point.isidentifier():
+        raise GroundTruthError(f"the entry point {entry_point!r} is not a Python name")
+    tests = CHECK_TEMPLATE.format(test=spec["test"], entry_point=entry_point)
+    timeout = options.episode_timeout_s or options.case_timeout_s + HARNESS_OVERHEAD_S
+    return EpisodeCreate(
+        task=TaskSpec(
+            image=options.image,
+            tests=TestSpec(files={CHECK_FILE: tests}),
+            limits=Limits(timeout_s=min(timeout, 3600), memory_mb=options.memory_mb),
+            scoring=options.scoring,
+        ),
+        solution=Solution(files={SOLUTION_PATH: code}),
         metadata=dict(metadata or {}),
     )
 
@@ -196,9 +238,6 @@ def _case_task(
 
 def _cases(spec: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]], str | None]:
     """The harness mode and its cases: `stdio`, `call` (with the function name) or `program`."""
-    if "test" in spec and "entry_point" in spec:  # HumanEval
-        suffix = f"{spec['test']}\n\ncheck({spec['entry_point']})\n"
-        return "program", [{"suffix": suffix, "stdin": None, "expected": None}], None
     asserts = spec.get("assert_case")
     if asserts is not None:
         if not isinstance(asserts, list):

@@ -32,6 +32,7 @@ from proctor.integrations.codetasks import (
 from proctor.models import EpisodeCreate, EpisodeResult, Scoring, TestOutcome, Verdict
 from tests.unit.integrations.conftest import FakeProctor
 from tests.unit.test_scoring import sealed
+from workers.evaluation.grading import SplitShape, split_shape
 from workers.evaluation.scoring import Score, TestRun, score
 
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
@@ -99,10 +100,15 @@ def test_assert_cases_append_to_the_solution() -> None:
     assert data["cases"] == [{"suffix": "assert f(1) == 2", "stdin": None, "expected": None}]
 
 
-def test_humaneval_rows_check_the_entry_point() -> None:
+def test_humaneval_rows_check_the_entry_point_in_a_plain_test() -> None:
+    """A plain test function: the workers grade it split (`grading.split_shape`)."""
     row = {"test": "def check(c):\n    assert c(2) == 4\n", "entry_point": "sq", "prompt": "..."}
-    [case] = cases_of(episode_for(row, "def sq(x): return x * x"))["cases"]
-    assert case["suffix"].endswith("check(sq)\n")
+    episode = episode_for(row, "def sq(x): return x * x")
+    [(name, source)] = episode.task.tests.files.items()
+    assert name == "test_check.py" and source.endswith("def test_check():\n    check(sq)\n")
+    assert split_shape(episode.task) is SplitShape.functions
+    with pytest.raises(GroundTruthError):
+        episode_for({**row, "entry_point": "sq); import os; os._exit(0"}, "")
 
 
 def test_a_proctor_task_is_used_as_it_is() -> None:
