@@ -419,6 +419,13 @@ def _split_plan(
             "shape": shape.value,
         },
     )
+    ops = [*sealing(task, keep=keep, restore=restore), test, KillAll()]
+    return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s, split=shape)
+
+
+def sealing(task: TaskSpec, *, keep: set[str], restore: Mapping[str, str | bytes]) -> list[Op[Any]]:
+    """Kill what the solution left running, scrub the steering files, write the protected
+    files back and (policy `remove`) delete what was added under protected directories."""
     ops: list[Op[Any]] = [
         KillAll(),
         Scrub(names=list(STEERING_FILES), keep=sorted(keep | set(restore))),
@@ -427,9 +434,8 @@ def _split_plan(
         text = {p: c for p, c in restore.items() if isinstance(c, str)}
         binary = {p: b64encode(c).decode() for p, c in restore.items() if isinstance(c, bytes)}
         ops.append(Write(files=text, binary=binary))
-    ops += added_removal(task, kept=keep | set(restore))
-    ops += [test, KillAll()]
-    return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s, split=shape)
+    # after the restore: a protected directory the agent replaced by a link is a directory again
+    return ops + added_removal(task, kept=keep | set(restore))
 
 
 def _sealed_run(
@@ -445,16 +451,7 @@ def _sealed_run(
 ) -> list[Op[Any]]:
     """Kill, scrub and restore, write the tests and the private grader directory (its
     per-run files, and `shared`: those alike in every episode), run."""
-    ops: list[Op[Any]] = [
-        KillAll(),
-        Scrub(names=list(STEERING_FILES), keep=sorted(keep | set(restore))),
-    ]
-    if restore:
-        text = {p: c for p, c in restore.items() if isinstance(c, str)}
-        binary = {p: b64encode(c).decode() for p, c in restore.items() if isinstance(c, bytes)}
-        ops.append(Write(files=text, binary=binary))
-    # after the restore: a protected directory the agent replaced by a link is a directory again
-    ops += added_removal(task, kept=keep | set(restore))
+    ops = sealing(task, keep=keep, restore=restore)
     ops += [
         Write(files=task.tests.files, binary=task.tests.binary_files),
         MakeDir(path=grader),

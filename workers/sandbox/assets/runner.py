@@ -701,18 +701,7 @@ def become_split(spec: dict[str, Any], fds: list[int], main: Any) -> None:
         os.chdir(WORKSPACE)
         os.environ.clear()
         os.environ.update(spec["env"])
-        streams = {
-            "stdin": open(0, encoding="utf-8", closefd=False),  # noqa: SIM115
-            "stdout": open(1, "w", encoding="utf-8", closefd=False),  # noqa: SIM115
-            "stderr": open(  # noqa: SIM115
-                2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False
-            ),
-        }
-        for name, stream in streams.items():
-            setattr(sys, name, stream)
-            setattr(sys, "__%s__" % name, stream)
-        sys.argv = [spec["role"]]
-        sys.dont_write_bytecode = True
+        standard_streams([spec["role"]])
         code = 0
         main(spec["role"], list(range(3, len(high) + 1)))
     except SystemExit as exc:
@@ -734,13 +723,13 @@ def become_split(spec: dict[str, Any], fds: list[int], main: Any) -> None:
         os._exit(code)
 
 
-class Split:
+class Split(Forked):
     """A split run (`Run.split`): the grader and the solution forked from the zygote, the
     tests written into the grader's pipe; it gives `op_run` what a Popen would, plus the
     grader's record. The grader is a uid of its own, which the server (acting as the
     episode's uid) can signal only as root."""
 
-    def __init__(self, op: Run, env: dict[str, str]) -> None:
+    def __init__(self, op: Run, env: dict[str, str]) -> None:  # Forked.__init__ forks: not here
         import json
         import socket
 
@@ -787,15 +776,6 @@ class Split:
                 self.returncode = os.waitstatus_to_exitcode(status)
                 self.kill()  # the solution answers nobody now
         return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        end, delay = time.monotonic() + (timeout if timeout is not None else 1e9), 0.0005
-        while (code := self.poll()) is None:
-            if time.monotonic() >= end:
-                raise TimeoutError("%d still running after %ss" % (self.pid, timeout))
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
-        return code
 
     def kill(self) -> None:
         """SIGKILL both processes' groups (as root for a moment: the grader is not ours)."""
@@ -850,20 +830,7 @@ def run_python(argv: list[str], cwd: str, env: dict[str, str], out: int, err: in
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
-    # the program's own standard streams, as its interpreter would open them (never closed:
-    # the process ends with the program)
-    streams = {
-        "stdin": open(0, encoding="utf-8", closefd=False),  # noqa: SIM115
-        "stdout": open(1, "w", encoding="utf-8", closefd=False),  # noqa: SIM115
-        "stderr": open(  # noqa: SIM115
-            2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False
-        ),
-    }
-    for name, stream in streams.items():
-        setattr(sys, name, stream)
-        setattr(sys, "__%s__" % name, stream)
-    sys.argv = list(argv)
-    sys.dont_write_bytecode = True
+    standard_streams(argv)
     if not STATE["site"]:
         site.main()
     code = 0
@@ -888,6 +855,23 @@ def run_python(argv: list[str], cwd: str, env: dict[str, str], out: int, err: in
     except BaseException:
         pass
     return code
+
+
+def standard_streams(argv: list[str]) -> None:
+    """A forked program's own standard streams on 0, 1 and 2, as its interpreter would open
+    them (never closed: the process ends with the program), its argv, no bytecode written."""
+    streams = {
+        "stdin": open(0, encoding="utf-8", closefd=False),  # noqa: SIM115
+        "stdout": open(1, "w", encoding="utf-8", closefd=False),  # noqa: SIM115
+        "stderr": open(  # noqa: SIM115
+            2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False
+        ),
+    }
+    for name, stream in streams.items():
+        setattr(sys, name, stream)
+        setattr(sys, "__%s__" % name, stream)
+    sys.argv = list(argv)
+    sys.dont_write_bytecode = True
 
 
 def compile_ahead(path: str) -> None:
