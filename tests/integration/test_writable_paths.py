@@ -6,7 +6,6 @@ may pick (runc, crun, runsc)."""
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -24,7 +23,7 @@ pytestmark = pytest.mark.usefixtures("docker_ready")
 IMAGE = "proctor/sandbox-python:latest"
 RUNTIMES = ("runc", "crun", "runsc")
 KINDS = ("interactive", "oneshot", "pooled")
-WALK_S = 240.0
+WALK_S = 120.0
 # what an episode owns, or shares and its clean-up empties (`pool_server.py`)
 OWNED = (WORKSPACE, SANDBOX_HOME, "/tmp", "/dev/shm", "/dev/mqueue")
 # devices that hold nothing written to them (major, minor): null, zero, full, random,
@@ -164,8 +163,6 @@ def test_an_episode_can_write_only_where_it_owns_or_the_clean_up_empties(
 ) -> None:
     if runtime not in engine.runtimes():
         pytest.skip(f"{runtime} is not registered with this engine")
-    if os.environ.get("PROCTOR_TEST_RUNTIME") not in (None, "", runtime):
-        pytest.skip(f"this session runs sandboxes under {os.environ['PROCTOR_TEST_RUNTIME']}")
     spec = SandboxSpec(image=IMAGE, runtime=runtime)
     seen = WALKERS[kind](engine, spec)
     found = seen["found"]
