@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, d
     from collections.abc import Callable, Iterator
 
     from workers.sandbox.protocol import (
+        REPLY_OUTPUT_BYTES,
         SHARED_FILES,
         Find,
         FindResult,
@@ -77,6 +78,7 @@ if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, d
         UntarResult,
         Write,
         WriteResult,
+        clip,
         decode_request,
     )
 
@@ -105,6 +107,7 @@ EPISODE: dict[str, Any] = {}
 EXIT_BECOME = 71  # a child that could not become the episode's uid: it runs nothing
 PSEUDO: set[int] = set()  # the devices of /proc and /sys (`pseudo_filesystems`)
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+OUTPUT_LEFT = [0]  # of the program's REPLY_OUTPUT_BYTES (`execute` sets it)
 
 
 def harden() -> None:
@@ -871,17 +874,25 @@ def op_run(op: Run) -> RunResult:
     proc.stdout.close()
     proc.stderr.close()
     after = oom_kills()
+    # each stream within `cap` and the program's output budget as the reply carries them
+    texts, cut = {}, {}
+    for name, data in captured.items():
+        text = data.decode("utf-8", "replace")
+        texts[name], size = clip(text, min(cap, OUTPUT_LEFT[0]))
+        OUTPUT_LEFT[0] -= size
+        cut[name] = seen[name] > cap or len(texts[name]) < len(text)
+    report = read_file(op.report, op.report_bytes) if op.report else None
     return RunResult(
         exit_code=code,
         timed_out=timed_out,
         duration_s=round(time.monotonic() - started, 4),
-        stdout=captured["stdout"].decode("utf-8", "replace"),
-        stderr=captured["stderr"].decode("utf-8", "replace"),
-        stdout_truncated=seen["stdout"] > cap,
-        stderr_truncated=seen["stderr"] > cap,
+        stdout=texts["stdout"],
+        stderr=texts["stderr"],
+        stdout_truncated=cut["stdout"],
+        stderr_truncated=cut["stderr"],
         oom_killed=before is not None and after is not None and after > before,
         started_at=started,
-        report=read_file(op.report, op.report_bytes) if op.report else None,
+        report=None if report is None else clip(report, op.report_bytes)[0],
     )
 
 
@@ -1046,6 +1057,7 @@ HANDLERS: dict[str, Callable[[Any], Result]] = {
 def execute(ops: list[tuple[str, Op[Any]]]) -> tuple[dict[str, Result], RunnerError | None]:
     """Run the operations in order: their results by id, and the error that stopped them."""
     results: dict[str, Result] = {}
+    OUTPUT_LEFT[0] = REPLY_OUTPUT_BYTES
     for op_id, op in ops:
         try:
             result = HANDLERS[op.kind](op)
