@@ -52,10 +52,11 @@ def test_clip_is_the_longest_start_that_fits(text: str, limit: int) -> None:
         assert encoded(text[: len(kept) + 1]) > limit
 
 
-def test_clip_of_a_long_text_counts_by_chunk_and_character() -> None:
-    text = "a" * 5000 + "\x01" * 5000
-    kept, size = clip(text, 5000 + 6 * 1234 + 5)
-    assert kept == "a" * 5000 + "\x01" * 1234 and size == 5000 + 6 * 1234
+def test_clip_of_a_long_text_counts_by_piece_and_character() -> None:
+    text = "a" * 100_000 + "\x01" * 100_000 + "\ufffd" * 10
+    kept, size = clip(text, 100_000 + 6 * 12_345 + 5)
+    assert kept == "a" * 100_000 + "\x01" * 12_345 and size == 100_000 + 6 * 12_345
+    assert clip(text, 10**9) == (text, 100_000 + 6 * 100_010)
 
 
 def runner_reply(ops: list[Run], *, entry: str = "launch(main)") -> dict[str, Any]:
