@@ -541,20 +541,26 @@ def identity(fd: int) -> tuple[int, int]:
 
 
 def enter(parent: int, name: str) -> int | None:
-    """The directory `name` in `parent`, opened (made ours to list first if it must be);
-    None when it cannot be, or is not a directory (a symlink is never followed)."""
+    """The directory `name` in `parent`, opened and made ours to empty (its owner may have
+    taken its permissions away); None when it cannot be, or is not a directory (a symlink
+    is never followed)."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
-        return os.open(name, flags, dir_fd=parent)
+        fd = os.open(name, flags, dir_fd=parent)
     except PermissionError:
-        pass
+        try:
+            os.chmod(name, 0o700, dir_fd=parent)
+            fd = os.open(name, flags, dir_fd=parent)
+        except OSError:
+            return None
     except OSError:
         return None
     try:
-        os.chmod(name, 0o700, dir_fd=parent)
-        return os.open(name, flags, dir_fd=parent)
+        if os.fstat(fd).st_mode & 0o700 != 0o700:  # readable, not writable: nothing would go
+            os.fchmod(fd, 0o700)
     except OSError:
-        return None
+        pass
+    return fd
 
 
 def emptied(fd: int) -> list[str]:
