@@ -140,6 +140,11 @@ DOCUMENTS = {
     "nested-files": '{"run": "r", "mac": "0", "files": ' + NESTED + "}",
     "wrong-types": '{"run": "r", "exception": 1, "file": {"a": [1]}, "evidence": [{"kind": [[]]}]}',
     "truncated": '{"run": "r", "exception": "E", "message": "' + "\x01" * 1000,
+    # lone surrogates: text with no UTF-8, in what the result reports of the failure
+    "surrogates": (
+        '{"run": "r", "exception": "E\\udcff", "file": "\\udcff.py", "message": "\\ud800", '
+        '"evidence": [{"kind": "k\\udcff", "detail": "\\udfff"}]}'
+    ),
 }
 
 
