@@ -105,8 +105,8 @@ def test_megabytes_of_control_characters_and_invalid_utf8(
     size = 12 << 20  # escaped in JSON, six times that
     printing = f"python3 -c '{CONTROL.format(size=size)}{INVALID.format(size=size)}'"
     solution = CONTROL.format(size=size) + INVALID.format(size=size) + WRONG
-    limits = {"output_bytes": OUTPUT_BYTES, "memory_mb": memory_mb}
-    body = with_actions(episode(solution, unscreened=True, **limits), printing, printing)
+    body = episode(solution, unscreened=True, output_bytes=OUTPUT_BYTES, memory_mb=memory_mb)
+    body = with_actions(body, printing, printing)
     result = run(http, body, wait=300)
     assert_typed_zero(result, "failed")
     observation = result["steps"][0]["observation"]
