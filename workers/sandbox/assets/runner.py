@@ -501,23 +501,24 @@ def remove_at(base: int, name: str) -> None:
         pass
     except OSError:
         return  # gone, or not ours to delete
-    fd = enter(base, name)
-    if fd is None:
+    opened = enter(base, name)
+    if opened is None:
         rmdir_at(base, name)
         return
-    # a directory's name, the identity of the directory it is in, its subdirectories left
-    stack = [(name, identity(base), emptied(fd))]
+    fd, own = opened
+    # a directory's name, the identity of the one it is in and its own, its subdirectories left
+    stack = [(name, identity(base), own, emptied(fd))]
     while stack:
-        current, parent_id, pending = stack[-1]
+        current, parent_id, own_id, pending = stack[-1]
         if pending:
             child = pending.pop()
-            below = enter(fd, child)
-            if below is None:
-                rmdir_at(fd, child)
+            if rmdir_at(fd, child):  # empty already: no need to go in
                 continue
-            stack.append((child, identity(fd), emptied(below)))
-            os.close(fd)
-            fd = below
+            opened = enter(fd, child)
+            if opened is not None:
+                stack.append((child, own_id, opened[1], emptied(opened[0])))
+                os.close(fd)
+                fd = opened[0]
             continue
         stack.pop()
         up = base
@@ -540,10 +541,10 @@ def identity(fd: int) -> tuple[int, int]:
     return info.st_dev, info.st_ino
 
 
-def enter(parent: int, name: str) -> int | None:
+def enter(parent: int, name: str) -> tuple[int, tuple[int, int]] | None:
     """The directory `name` in `parent`, opened and made ours to empty (its owner may have
-    taken its permissions away); None when it cannot be, or is not a directory (a symlink
-    is never followed)."""
+    taken its permissions away), with its identity; None when it cannot be, or is not a
+    directory (a symlink is never followed)."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
         fd = os.open(name, flags, dir_fd=parent)
@@ -555,12 +556,13 @@ def enter(parent: int, name: str) -> int | None:
             return None
     except OSError:
         return None
-    try:
-        if os.fstat(fd).st_mode & 0o700 != 0o700:  # readable, not writable: nothing would go
+    info = os.fstat(fd)
+    if info.st_mode & 0o700 != 0o700:  # readable, not writable: nothing in it would go
+        try:
             os.fchmod(fd, 0o700)
-    except OSError:
-        pass
-    return fd
+        except OSError:
+            pass
+    return fd, (info.st_dev, info.st_ino)
 
 
 def emptied(fd: int) -> list[str]:
@@ -584,11 +586,12 @@ def emptied(fd: int) -> list[str]:
     return directories
 
 
-def rmdir_at(parent: int, name: str) -> None:
+def rmdir_at(parent: int, name: str) -> bool:
     try:
         os.rmdir(name, dir_fd=parent)
     except OSError:
-        pass
+        return False
+    return True
 
 
 def retrying(spawn: Callable[[], Any]) -> Any:
