@@ -181,7 +181,9 @@ def test_interactive_deep_trees_then_finish(http: httpx.Client, repo: dict[str, 
     command = deep_tree_command("/tmp/t", "/workspace/w", "/workspace/tests/d")
     assert bash(http, episode_id, command, timeout_s=60)["output"] == "deep\n"
     assert bash(http, episode_id, "echo alive")["output"] == "alive\n"
-    assert_typed_zero(finish(http, episode_id), "failed")
+    # pytest collects the tests directory, down the tree as far as paths reach: on a busy
+    # host that can take it past its time limit
+    assert_typed_zero(finish(http, episode_id), "failed", "timeout")
 
 
 def test_interactive_megabytes_of_control_characters(
