@@ -82,6 +82,7 @@ Fields of `episode:{id}` (`RecordField`), by who writes them:
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from base64 import b64decode, b64encode
@@ -89,10 +90,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 import redis.asyncio as aioredis
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 from core import defaults, keys
 from core.sink import EpisodeSink
@@ -116,6 +119,36 @@ PACE_WEIGHT = 0.2
 # … and of the newest gap between two ends, once there were 20: a memory of ~40 ends (one
 # gap is noisy: with many workers, ends come at random moments)
 GAP_WEIGHT = 0.05
+
+
+M = TypeVar("M", bound=BaseModel)
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def storable(model: M) -> tuple[M, str]:
+    """A result, step or observation that can be stored, and its JSON, whatever text its
+    sandbox put in it. A lone surrogate (a file name's byte that is not UTF-8, an escape the
+    code under test wrote in its completion record) has no UTF-8: it becomes U+FFFD instead
+    of failing the episode."""
+    try:
+        return model, model.model_dump_json()
+    except PydanticSerializationError:
+        clean = type(model).model_validate(_without_surrogates(model.model_dump(mode="json")))
+        return clean, clean.model_dump_json()
+
+
+def dump_json(model: BaseModel) -> str:
+    return storable(model)[1]
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATES.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
 
 
 class RecordField(StrEnum):
@@ -496,7 +529,7 @@ class SandboxState:
                     for p, c in self.restore.items()
                 }
             ),
-            RecordField.observation: self.observation.model_dump_json(),
+            RecordField.observation: dump_json(self.observation),
             RecordField.sandbox_start_s: repr(self.sandbox_start_s),
             RecordField.warm: "1" if self.warm else "0",
         }
@@ -860,7 +893,7 @@ class EpisodeStore:
         timings = result.timings
         values = [timings.total_s, timings.queued_s, timings.run_s, timings.sandbox_start_s]
         finished = result.finished_at or datetime.now(UTC)
-        result = result.model_copy(update={"finished_at": finished})
+        result, stored_json = storable(result.model_copy(update={"finished_at": finished}))
         script_keys = [keys.episode(result.id), keys.ACTIVE, keys.VERDICTS]
         script_keys += [keys.latency(m) for m in LATENCY_METRICS]
         script_keys += [keys.EVENTS, keys.QUEUED, keys.PACE]
@@ -872,7 +905,7 @@ class EpisodeStore:
             keys.CATALOG,
             *(keys.catalog_term(t) for t in catalog_terms(result)),
         ]
-        args: list[Any] = [result.id, result.status.value, result.model_dump_json(), verdict]
+        args: list[Any] = [result.id, result.status.value, stored_json, verdict]
         args += [self.result_ttl_s]
         args += ["" if v is None else repr(float(v)) for v in values]
         args += [repr(entry.finished), json.dumps(list(LATENCY_BUCKETS))]
@@ -897,7 +930,7 @@ class EpisodeStore:
         number = int(self.redis.hincrby(keys.episode(episode_id), RecordField.steps, 1))
         step = step.model_copy(update={"step": number})
         pipe = self.redis.pipeline(transaction=False)
-        pipe.rpush(keys.steps(episode_id), step.model_dump_json())
+        pipe.rpush(keys.steps(episode_id), dump_json(step))
         pipe.expire(keys.steps(episode_id), self.result_ttl_s + defaults.STEPS_TTL_MARGIN_S)
         pipe.execute()
         return step
@@ -913,7 +946,10 @@ class EpisodeStore:
         self, key: str, *, status: int = 200, body: Any = None, message: str | None = None
     ) -> None:
         """Answer a request the API is blocking on (`key`: see `keys.reply`)."""
-        payload = json.dumps({"status": status, "body": body, "message": message})
+        answer = {"status": status, "body": body, "message": message}
+        payload = json.dumps(answer)
+        if "\\ud" in payload:  # maybe a lone surrogate, which the API could not send (dump_json)
+            payload = json.dumps(_without_surrogates(answer))
         pipe = self.redis.pipeline()
         pipe.rpush(key, payload)
         pipe.expire(key, defaults.REPLY_TTL_S)

@@ -173,7 +173,12 @@ class Limits(_Request):
     memory_mb: int = Field(512, ge=32, le=16_384, description="memory; swap is not allowed")
     cpus: float = Field(1.0, ge=0.01, le=16, description="Docker's CPU quota takes 0.01 and up")
     pids: int = Field(128, ge=16, le=4096)
-    output_bytes: int = Field(65_536, ge=1024, le=16 * 1024 * 1024, description="per stream")
+    output_bytes: int = Field(
+        65_536,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        description="per stream, counted JSON-escaped (a control or non-ASCII character: \\uXXXX)",
+    )
     disk_mb: int = Field(256, ge=16, le=8192, description="size of the writable workspace")
 
 

@@ -295,7 +295,7 @@ def step_during(steps: Sequence[Step], until: float) -> Callable[[float], int | 
     nothing: a contact in its time is the last run step's. None before the first step and
     from `until` on (the grading's)."""
     timed = sorted((s for s in steps if s.started_at is not None), key=lambda s: s.step)
-    ends = [s.started_at or until for s in timed[1:]] + [until]
+    ends = [s.started_at or until for s in timed[1:]] + [until] * bool(timed)
     spans: list[tuple[float, float, int | None]] = []
     owner: int | None = None
     for this, end in zip(timed, ends, strict=True):

@@ -24,6 +24,7 @@ from proctor.models import (
     Action,
     EpisodeResult,
     EpisodeStatus,
+    Evidence,
     Observation,
     SandboxInfo,
     Step,
@@ -37,15 +38,8 @@ from workers.evaluation.grading import (
     is_protected,
     steering_paths,
 )
-from workers.guard import added_evidence, apply_policy, integrity_evidence
-from workers.results import (
-    broken_result,
-    compile_failed,
-    compile_failed_result,
-    graded_result,
-    score_compile,
-    score_test_run,
-)
+from workers.grading_tail import grade_reply, until_redis_answers, write_result
+from workers.guard import integrity_evidence
 from workers.runtime import Runtime
 from workers.sandbox.docker import Container, SandboxError
 from workers.sandbox.protocol import (
@@ -53,6 +47,7 @@ from workers.sandbox.protocol import (
     KillAll,
     Listing,
     Op,
+    Results,
     Run,
     Sent,
     Snapshot,
@@ -271,55 +266,55 @@ def finish_interactive(
             )
             looks.append(diff_op)
         run_started, grading_started = time.monotonic(), time.time()
-        reply = sandbox.program(looks + plan.ops, timeout_s=plan.timeout_s + 40, reclaim=True)
+        reply: Results | RunnerBroken
+        try:
+            reply = sandbox.program(looks + plan.ops, timeout_s=plan.timeout_s + 40, reclaim=True)
+            if not all(map(reply.ran, looks)):  # an operation raised: whose fault was it?
+                raise sandbox.failure_of(reply)
+        except RunnerBroken as exc:  # the tail gives it its typed verdict
+            reply = exc
         run_s = time.monotonic() - run_started
-        if not all(map(reply.ran, looks)):  # an operation raised: whose fault was it?
-            raise sandbox.failure_of(reply)
-        left = snapshot.contents() if (snapshot := reply.result(protected)) else {}
-        diff = diff_result.stdout if diff_op and (diff_result := reply.result(diff_op)) else ""
-        compiled = reply.result(plan.compile) if plan.compile is not None else None
+        evidence: list[Evidence] = []
+        diff, sent = "", None
+        if isinstance(reply, Results):
+            left = snapshot.contents() if (snapshot := reply.result(protected)) else {}
+            if diff_op is not None and (diff_result := reply.result(diff_op)) is not None:
+                diff = diff_result.stdout
+            evidence = integrity_evidence(
+                {p: c for p, c in restore.items() if is_protected(p, task.protected_paths)}, left
+            )
+            sent = result_sent.packets if (result_sent := reply.result(counted)) else None
         timings = Timings(
-            sandbox_start_s=record.started_sandbox().sandbox_start_s,
+            sandbox_start_s=state.sandbox_start_s,
             run_s=run_s,
-            compile_s=compiled.duration_s if compiled is not None else None,
             total_s=time.time() - record.created,
         )
-        test = reply.result(plan.test)
-        if compiled is not None and compile_failed(compiled):
-            outcome = score_compile(compiled, task, oom_killed=compiled.oom_killed)
-            result = compile_failed_result(record, outcome, compiled, steps, info, timings)
-        else:
-            if test is None:
-                raise sandbox.failure_of(reply)
-            outcome = score_test_run(test, task, oom_killed=test.oom_killed)
-            result = graded_result(record, outcome, test, steps, info, timings, reason=reason)
-        evidence = integrity_evidence(
-            {p: c for p, c in restore.items() if is_protected(p, task.protected_paths)}, left
-        )
-        evidence += added_evidence(plan.removed(reply))
-        sent = result_sent.packets if (result_sent := reply.result(counted)) else None
-        evidence += rt.guard.network_evidence(
-            sandbox, since=record.created, sent=sent, steps=steps, graded_at=grading_started
-        )
-        judged, judge_status = rt.guard.judge_trajectory(record, steps, diff)
-        result = apply_policy(record, result, evidence + judged, judge_status)
-    except RunnerBroken as exc:  # the code under test broke the sandbox: its typed verdict
-        result = broken_result(
+        result = grade_reply(
+            rt,
             record,
-            exc.failure,
-            steps,
-            info,
-            Timings(
-                sandbox_start_s=record.started_sandbox().sandbox_start_s,
-                total_s=time.time() - record.created,
-            ),
+            reply,
+            sandbox=sandbox,
+            plan=plan,
+            steps=steps,
+            info=info,
+            timings=timings,
+            evidence=evidence,
+            sent=sent,
+            since=record.created,
+            trajectory=diff,
+            reason=reason,
+            graded_at=grading_started,
         )
     except SandboxError as exc:
         result = infra_failure(record, f"grading failed: {exc}", steps=steps, sandbox=info)
     finally:
         rt.engine.remove(sandbox.container.id)
         rt.holding.pop(episode_id, None)
-    rt.store.finish(result)
+    write_result(rt.store, result, record)
     if reply_key is not None:
-        rt.store.reply(reply_key, body=result.model_dump(mode="json"))
+        body = result.model_dump(mode="json")
+        until_redis_answers(
+            f"episode {episode_id}: answering the finish",
+            lambda: rt.store.reply(reply_key, body=body),
+        )
     return result

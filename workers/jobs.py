@@ -9,46 +9,21 @@ reserved (workers/capacity.py); an interactive one keeps it until its finish.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
-from typing import TypeVar
 
-from redis.exceptions import RedisError
-
-from core import defaults
 from core.results import infra_failure
 from core.store import EpisodeRecord
 from proctor.models import EpisodeMode, EpisodeResult
 from workers import capacity, runtime
+from workers.grading_tail import until_redis_answers, write_result
 from workers.oneshot import run_oneshot
 from workers.sandbox.docker import SandboxError
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-REDIS_BACKOFF_S = defaults.RESULT_RETRY_BACKOFF_S  # first and longest wait between attempts
-
-
-def until_redis_answers(what: str, call: Callable[[], T]) -> T:
-    """`call()`, again and again (with a backoff) while Redis is unreachable."""
-    wait, longest = REDIS_BACKOFF_S
-    while True:
-        try:
-            return call()
-        except RedisError as exc:
-            log.warning("%s: Redis does not answer (%s); retrying in %.1f s", what, exc, wait)
-            time.sleep(wait)
-            wait = min(wait * 2, longest)
-
 
 def finish(result: EpisodeResult, record: EpisodeRecord | None = None) -> bool:
     """Write a terminal result, however long Redis is away; False if it had ended first."""
-    rt = runtime.current()
-    request = record.request if record is not None else None
-    return until_redis_answers(
-        f"episode {result.id}: writing the result",
-        lambda: rt.store.finish(result, request=request),
-    )
+    return write_result(runtime.current().store, result, record)
 
 
 def run_episode(episode_id: str) -> str:

@@ -17,6 +17,7 @@ from core.store import EpisodeRecord
 from proctor.models import (
     EpisodeResult,
     EpisodeStatus,
+    Evidence,
     Isolation,
     SandboxInfo,
     Step,
@@ -24,17 +25,10 @@ from proctor.models import (
 )
 from workers.actions import action_op, observation_of
 from workers.evaluation.grading import grading_plan, is_protected, steering_paths
-from workers.guard import added_evidence, apply_policy, solution_text
-from workers.results import (
-    broken_result,
-    compile_failed,
-    compile_failed_result,
-    graded_result,
-    score_compile,
-    score_test_run,
-)
+from workers.grading_tail import grade_reply
+from workers.guard import solution_text
 from workers.runtime import Runtime
-from workers.sandbox.protocol import Op, Run, RunResult, Sent, Write, commands_time_s
+from workers.sandbox.protocol import Op, Results, Run, RunResult, Sent, Write, commands_time_s
 from workers.sandbox.sandbox import RunnerBroken
 
 log = logging.getLogger(__name__)
@@ -109,67 +103,63 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
         budget = min(commands_time_s(ops), rt.settings.max_episode_s) + 5.0
         wall_started = time.time()
         run_started = time.monotonic()
-        reply = sandbox.program(ops, timeout_s=budget)
+        reply: Results | RunnerBroken
+        try:
+            reply = sandbox.program(ops, timeout_s=budget)
+        except RunnerBroken as exc:  # the tail gives it its typed verdict
+            reply = exc
         run_s = time.monotonic() - run_started
-        steps = [
-            Step(
-                step=i + 1,
-                action=action,
-                observation=observation_of(action, reply.get(op), reply.error),
+        steps: list[Step] = []
+        evidence: list[Evidence] = []
+        sent = None
+        if isinstance(reply, Results):
+            steps = [
+                Step(
+                    step=i + 1,
+                    action=action,
+                    observation=observation_of(action, reply.get(op), reply.error),
+                )
+                for i, (action, op) in enumerate(zip(solution.actions, actions, strict=True))
+            ]
+            setup_failed = next(
+                (
+                    r
+                    for r in map(reply.result, setup)
+                    if isinstance(r, RunResult) and r.exit_code != 0
+                ),
+                None,
             )
-            for i, (action, op) in enumerate(zip(solution.actions, actions, strict=True))
-        ]
-        setup_failed = next(
-            (r for r in map(reply.result, setup) if isinstance(r, RunResult) and r.exit_code != 0),
-            None,
-        )
-        if setup_failed is not None:
-            error = "the task's setup command failed: " + setup_failed.stderr[-500:]
-            log.warning("episode %s: %s", record.id, error)
-            return infra_failure(record, error, sandbox=info)
-        test = reply.result(plan.test)
-        compiled = reply.result(plan.compile) if plan.compile is not None else None
-        timings = Timings(
-            queued_s=queued_s,
-            sandbox_start_s=sandbox_start_s,
-            run_s=run_s,
-            compile_s=compiled.duration_s if compiled is not None else None,
-            total_s=time.time() - record.created,
-        )
-        if compiled is not None and compile_failed(compiled):
-            oom = compiled.oom_killed or (compiled.exit_code in (-9, 137) and sandbox.oom_killed())
-            outcome = score_compile(compiled, task, oom_killed=oom)
-            result = compile_failed_result(record, outcome, compiled, steps, info, timings)
-        else:
-            if test is None and not all(map(reply.ran, prepare)):  # nothing of the solution ran
+            if setup_failed is not None:
+                error = "the task's setup command failed: " + setup_failed.stderr[-500:]
+                log.warning("episode %s: %s", record.id, error)
+                return infra_failure(record, error, sandbox=info)
+            # an operation of the preparation stops the program: nothing of the solution ran
+            if not all(map(reply.ran, prepare)):
                 why = reply.error.message if reply.error else None
                 error = f"the task could not be prepared: {why}"
                 log.warning("episode %s: %s", record.id, error)
                 return infra_failure(record, error, sandbox=info)
-            if test is None:  # an operation of the grading phase raised: whose fault was it?
-                raise sandbox.failure_of(reply)
-            oom = test.oom_killed or (test.exit_code in (-9, 137) and sandbox.oom_killed())
-            outcome = score_test_run(test, task, oom_killed=oom, split=plan.split)
-            result = graded_result(record, outcome, test, steps, info, timings)
-        evidence = rt.guard.screen_solution(record) + added_evidence(plan.removed(reply))
-        evidence += rt.guard.network_evidence(
-            sandbox, since=wall_started, sent=reply.sent(*counted)
+            evidence = rt.guard.screen_solution(record)
+            sent = reply.sent(*counted)
+        timings = Timings(
+            queued_s=queued_s,
+            sandbox_start_s=sandbox_start_s,
+            run_s=run_s,
+            total_s=time.time() - record.created,
         )
-        judged, judge_status = rt.guard.judge_trajectory(
-            record, steps, solution_text(solution.files)
-        )
-        return apply_policy(record, result, evidence + judged, judge_status)
-    except RunnerBroken as exc:
-        return broken_result(
+        return grade_reply(
+            rt,
             record,
-            exc.failure,
-            [],
-            info,
-            Timings(
-                queued_s=queued_s,
-                sandbox_start_s=sandbox_start_s,
-                total_s=time.time() - record.created,
-            ),
+            reply,
+            sandbox=sandbox,
+            plan=plan,
+            steps=steps,
+            info=info,
+            timings=timings,
+            evidence=evidence,
+            sent=sent,
+            since=wall_started,
+            trajectory=solution_text(solution.files),
         )
     finally:
         rt.holding.pop(record.id, None)

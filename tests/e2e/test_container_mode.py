@@ -46,6 +46,14 @@ from tests.e2e.test_grading_defences import (  # noqa: F401
     test_an_honest_lookalike_keeps_its_reward,
     test_the_tests_own_helpers_and_patches_are_not_evidence,
 )
+from tests.e2e.test_hostile_debris import (  # noqa: F401
+    test_a_deep_tree_made_while_the_tests_run_is_cleaned_up,
+    test_a_hostile_completion_record_fails_the_run,
+    test_a_hostile_junit_report_fails_the_run,
+    test_a_tree_thousands_of_levels_deep_is_graded,
+    test_megabytes_of_control_characters_and_invalid_utf8,
+    test_one_megabyte_of_control_characters_under_default_limits,
+)
 from tests.e2e.test_humaneval import test_canonical_solutions_pass_and_broken_ones_fail  # noqa: F401
 from tests.e2e.test_resource_exhaustion import (  # noqa: F401
     test_oneshot_forking_leftover_is_graded,

@@ -18,7 +18,8 @@ from workers.sandbox.docker import HOLDER_LABEL
 
 @pytest.fixture(scope="module")
 def impatient_service(docker_ready: None) -> Iterator[tuple[httpx.Client, str]]:
-    """A service whose interactive episodes may idle for 3 s; no warm pool, so every
+    """A service whose interactive episodes may idle for 3 s; no warm pool and a fresh
+    container per one-shot episode (a pooled sandbox outlives its episodes), so every
     container of its deployment belongs to an episode."""
     with (
         claimed_database() as redis_url,
@@ -28,6 +29,7 @@ def impatient_service(docker_ready: None) -> Iterator[tuple[httpx.Client, str]]:
             PROCTOR_REAPER_INTERVAL_S="1",
             PROCTOR_WORKER_CONCURRENCY="1",
             PROCTOR_POOL_SIZE="0",
+            PROCTOR_ISOLATION="container",
         ) as url,
         httpx.Client(base_url=url, timeout=120) as client,
     ):

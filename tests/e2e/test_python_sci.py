@@ -89,3 +89,24 @@ def test_the_python_image_stays_without_the_stack(http: httpx.Client) -> None:
     probe += "    assert importlib.util.find_spec('numpy') is None\n"
     result = run(http, episode("", tests=probe))
     assert result["verdict"] == "passed", result["stdout"][-2000:]
+
+
+ARRAY_ASSERTS = """\
+import numpy as np
+from solution import solve
+
+a = np.array([[3.0, 1.0], [1.0, 2.0]])
+x = solve(a, np.array([9.0, 8.0]))
+assert isinstance(x, np.ndarray) and x.shape == (2,) and x.dtype == np.float64
+assert np.allclose(x, [2.0, 3.0])
+assert solve(np.eye(2, dtype=np.int64), np.array([1, 2])).tolist() == [1.0, 2.0]
+"""
+
+
+def test_numpy_arrays_cross_split_grading_as_data(http: httpx.Client) -> None:
+    """The `assert` format is graded split here too: an array of numbers the solution
+    returns reaches the tests as an array (its dtype, shape and bytes), not a handle."""
+    body = sci_episode(SOLVE, ARRAY_ASSERTS, timeout_s=60)
+    body["task"]["tests"]["format"] = "assert"
+    result = run(http, body)
+    assert (result["verdict"], result["reward"]) == ("passed", 1.0), result["stderr"][-2000:]

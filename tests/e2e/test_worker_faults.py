@@ -22,6 +22,7 @@ import httpx
 import pytest
 import redis
 
+from core import defaults
 from core.config import Settings
 from tests.conftest import (
     claimed_database,
@@ -286,6 +287,73 @@ def test_workers_ride_out_a_redis_restart(docker_ready: None, tmp_path: Path, si
             assert workers.poll() is None, "the worker process exited"
             assert wait_until(lambda: live_workers(url) == 2, 60)
             assert _worker_names(server) == names, "a worker process was replaced"
+        finally:
+            stop(workers)
+            stop(api)
+
+
+GRADING_S = 5  # the hidden test's own time: Redis goes down while it runs
+# past every retry of a worker's Redis client (`REDIS_RETRIES` commands ~1-2 s apart)
+LONG_DOWN_S = defaults.REDIS_RETRIES * defaults.REDIS_RETRY_WAIT_S + 10
+CORRECT = "def add(a, b):\n    return a + b\n"
+SLOW_TEST = SLEEPY_TEST.replace("time.sleep(3)", f"time.sleep({GRADING_S})")
+
+
+def test_an_interactive_result_rides_out_a_redis_outage(docker_ready: None, tmp_path: Path) -> None:
+    """Redis goes away while an interactive episode is graded and stays away past every
+    retry of the worker's Redis client: the graded result is written once it is back, as
+    a one-shot result is, never turned into infra_error."""
+    with own_redis(tmp_path) as server:
+        port = free_port()
+        env = service_env(server.url, port, PROCTOR_POOL_SIZE="0")
+        url = f"http://127.0.0.1:{port}"
+        api = start(["serve"], env)
+        workers = start(["worker", "--concurrency", "1"], env)
+        try:
+            wait_ready(url, api, 60, path="/healthz")
+            assert wait_until(lambda: live_workers(url) == 1, 120), "the worker never came up"
+            body = {
+                "mode": "interactive",
+                "task": {
+                    "image": "python",
+                    "tests": {"files": {"test_solution.py": SLOW_TEST}},
+                    "limits": {"timeout_s": 30},
+                },
+            }
+            response = httpx.post(f"{url}/v1/episodes", json=body, timeout=120)
+            assert response.status_code == 201, response.text
+            episode_id = response.json()["id"]
+            action = {"type": "write_file", "path": "solution.py", "content": CORRECT}
+            answer = httpx.post(f"{url}/v1/episodes/{episode_id}/actions", json=action, timeout=60)
+            assert answer.status_code == 200, answer.text
+
+            def finish() -> None:  # its answer is lost with Redis: the record tells
+                with suppress(httpx.HTTPError):
+                    httpx.post(f"{url}/v1/episodes/{episode_id}/finish", timeout=120)
+
+            threading.Thread(target=finish, daemon=True).start()
+
+            def evaluating() -> bool:
+                record = _get(url, episode_id)
+                return record is not None and record["status"] == "evaluating"
+
+            assert wait_until(evaluating, 60), _get(url, episode_id)
+            server.stop(signal.SIGKILL)
+            time.sleep(
+                LONG_DOWN_S
+            )  # the test ends; writing its result outlasts the client's retries
+            server.start()
+
+            def ended() -> bool:
+                record = _get(url, episode_id)
+                return record is not None and record["status"] in ("completed", "failed")
+
+            assert wait_until(ended, 120), _get(url, episode_id)
+            result = _get(url, episode_id)
+            assert result is not None
+            outcome = (result["status"], result["verdict"], result["reward"])
+            assert outcome == ("completed", "passed", 1.0), result
+            assert workers.poll() is None, "the worker process exited"
         finally:
             stop(workers)
             stop(api)

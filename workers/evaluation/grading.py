@@ -327,12 +327,17 @@ def _assert_plan(
 def split_shape(task: TaskSpec) -> SplitShape | None:
     """How a task's tests run out of the solution's reach, if they can: a function task
     (no repository) in Python, in the `assert` format, or in pytest files whose tests are
-    plain functions (no fixtures, marks, classes or conftest: `plain_test_module`)."""
+    plain functions (no fixtures, marks, classes or conftest: `plain_test_module`) on the
+    standard library's image (`SPLIT_IMAGE`)."""
     lang = LANGUAGES.get(task.language or "")
     if task.repo is not None or (lang is not None and lang.image != "python"):
         return None
     if task.tests.format is TestFormat.assert_:
         return SplitShape.programs
+    if task.image != SPLIT_IMAGE:
+        # pytest in-process: an image with numpy, pandas… returns arrays and frames, which
+        # its tests compare as objects (`np.allclose`, `.equals`): not plain data
+        return None
     if task.tests.format is not TestFormat.junit or task.tests.command is not None:
         return None
     programs = test_programs(task)
@@ -343,6 +348,9 @@ def split_shape(task: TaskSpec) -> SplitShape | None:
     return None
 
 
+# the image whose plain test modules are graded split: the standard library's, whose results
+# are plain data (lists, dicts, numbers…)
+SPLIT_IMAGE = "python"
 # what a plain test module may use of pytest: both work in the grader without pytest's runner
 PLAIN_PYTEST = frozenset({"raises", "approx"})
 # pytest's hooks by name: a module that has one needs pytest itself

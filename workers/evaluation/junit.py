@@ -5,6 +5,7 @@ Test results come from this report, never from the free-form output of the test 
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -48,7 +49,7 @@ def parse(xml_text: str | None) -> Report:
         raise ReportError("the test run wrote no JUnit report")
     try:
         root = ET.fromstring(xml_text)
-    except ET.ParseError as exc:
+    except (ET.ParseError, RecursionError, ValueError) as exc:  # the code under test may write it
         raise ReportError(f"the JUnit report is not valid XML: {exc}") from exc
     if root.tag not in ("testsuites", "testsuite"):
         raise ReportError(f"not a JUnit report (root element <{root.tag}>)")
@@ -74,6 +75,8 @@ def parse(xml_text: str | None) -> Report:
         try:
             duration = float(element.get("time", "0") or 0)
         except ValueError:
+            duration = 0.0
+        if not math.isfinite(duration) or duration < 0:  # no JSON number: not a duration
             duration = 0.0
         cases.append(TestCase(name=name, outcome=outcome, duration_s=duration, message=message))
     return Report(cases=cases, collection_errors=collection_errors)

@@ -101,7 +101,17 @@ def runs_pytest(command: str | None) -> bool:
 
 
 def unseal(report: str) -> tuple[str, Seal]:
-    """The report as pytest wrote it and its seal; SealError when either does not hold."""
+    """The report as pytest wrote it and its seal; SealError when either does not hold
+    (whatever the code under test wrote there: nested past the recursion limit, say)."""
+    try:
+        return _unseal(report)
+    except SealError:
+        raise
+    except (RecursionError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise SealError("the JUnit report's grader seal is malformed") from exc
+
+
+def _unseal(report: str) -> tuple[str, Seal]:
     body, mark, tail = report.rpartition(SEAL_MARK)
     if not mark:
         raise SealError(

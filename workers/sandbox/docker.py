@@ -81,6 +81,47 @@ HOLDER_RUNTIMES = (None, "runc", "crun")
 # removing whatever it left, whatever modes it set.
 POOLED_CAPS = ("SETUID", "SETGID", "KILL", "CHOWN", "FOWNER", "DAC_OVERRIDE")
 POOLED_SERVER_MB = 32  # memory for the server beside the episode's own limit
+# Nothing a sandbox's processes can write outside what an episode owns and its clean-up
+# empties (its workspace, home, /tmp, /dev/shm, /dev/mqueue), under every runtime. The list
+# replaces the engine's own read-only paths, so it starts with them. /proc/pressure: files
+# anyone may write on recent kernels. /sys/fs/cgroup: crun (1.8, cgroup v1) mounts its tmpfs
+# world-writable (1777) and never makes it read-only, where runc's is root's 0555; a path
+# that is not there is skipped. Each v1 hierarchy is named too: crun's read-only remount of
+# the parent happens before it remounts the hierarchies under it read-only, so its copies
+# of them would be left writable by root (the pooled server). Cgroup v2 has one
+# hierarchy, already read-only.
+ENGINE_READ_ONLY_PATHS = (
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+)
+CGROUP_V1_HIERARCHIES = (
+    "blkio",
+    "cpu",
+    "cpuacct",
+    "cpu,cpuacct",
+    "cpuset",
+    "devices",
+    "freezer",
+    "hugetlb",
+    "memory",
+    "misc",
+    "net_cls",
+    "net_prio",
+    "net_cls,net_prio",
+    "perf_event",
+    "pids",
+    "rdma",
+    "systemd",
+)
+READ_ONLY_PATHS = (
+    *ENGINE_READ_ONLY_PATHS,
+    "/proc/pressure",
+    "/sys/fs/cgroup",
+    *(f"/sys/fs/cgroup/{name}" for name in CGROUP_V1_HIERARCHIES),
+)
 
 
 class SandboxError(Exception):
@@ -378,6 +419,7 @@ class Engine:
             ulimits=[docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
         )
+        host_config["ReadonlyPaths"] = list(READ_ONLY_PATHS)  # docker-py has no argument
         all_labels = {
             MANAGED_LABEL: "1",
             WORKER_LABEL: self.worker,

@@ -73,6 +73,10 @@ class ServerGone(Exception):
     """The server's stream closed, broke or said nothing in time."""
 
 
+class ReplyTooLarge(ServerGone):
+    """The server's answer outgrew what a worker reads: the episode's data made it so."""
+
+
 class ServerStream:
     """Lines from a pooled server's stdout, read out of Docker's stdout/stderr frames."""
 
@@ -99,7 +103,7 @@ class ServerStream:
                     raise ServerGone("the server answered with something else than an object")
                 return data
             if len(self._stdout) > RUNNER_MAX_REPLY:
-                raise ServerGone("the server's answer is too large")
+                raise ReplyTooLarge(f"the server's answer is over {RUNNER_MAX_REPLY} bytes")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise ServerGone("the server did not answer in time")
@@ -183,6 +187,10 @@ class PooledSandbox(Sandbox):
         try:
             runner.stream.send(message)
             status = runner.stream.receive(time.monotonic() + timeout_s + RUNNER_GRACE_S)
+        except ReplyTooLarge as exc:
+            self._status = {"lost": True}
+            runner.recycle = str(exc)  # the rest of the answer is still on its way
+            raise self.broken(Evidence(oversized=True, detail=str(exc))) from exc
         except (ServerGone, ValueError) as exc:
             self._status = {"lost": True}
             runner.recycle = str(exc)
@@ -211,7 +219,7 @@ class PooledSandbox(Sandbox):
             if not isinstance(data, dict):
                 raise ValueError("no reply")
             reply = Reply.decode(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise self.broken(
                 Evidence(
                     exit_code=exit_code,

@@ -28,6 +28,11 @@ from typing import Any, ClassVar, Generic, TypeVar, cast, dataclass_transform
 WORKSPACE = "/workspace"
 # the runner's exit status when it runs out of memory before it can reply
 EXIT_NO_MEMORY = 3
+# What the commands of one program may put in its reply (their stdout and stderr, as the
+# reply carries them: escaped), so that the reply stays within what a worker reads of it
+# whatever they print; a JUnit report or marker comes on top, within its `report_bytes`.
+REPLY_OUTPUT_BYTES = 40 << 20
+_CLIP_STEPS = (1 << 16, 1 << 12, 1 << 8, 1 << 4, 1)
 
 
 class ProtocolError(ValueError):
@@ -93,6 +98,23 @@ class Record:
 
     def wire(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._fields}
+
+
+def clip(text: str, limit: int) -> tuple[str, int]:
+    """The longest start of `text` that takes at most `limit` bytes in a reply, and the
+    bytes it takes. A reply escapes a control character (or the U+FFFD an invalid byte of
+    UTF-8 was decoded as) in six, so a cap on what a command printed does not cap it."""
+    # an escape depends on its character alone: count piece by piece (never the whole text
+    # escaped at once, six times its size), then in ever smaller pieces where it stops fitting
+    size = end = 0
+    for step in _CLIP_STEPS:
+        while end < len(text):
+            piece = text[end : end + step]
+            cost = len(json.dumps(piece)) - 2
+            if size + cost > limit:
+                break
+            size, end = size + cost, end + len(piece)
+    return text[:end], size
 
 
 # ---------------------------------------------------------------------------- results

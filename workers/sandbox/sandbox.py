@@ -89,6 +89,7 @@ class Evidence:
     exit_code: int | None = None  # of the runner's exec
     timed_out: bool = False  # the runner did not answer within its program's time
     forged: bool = False  # a reply that did not carry our nonce
+    oversized: bool = False  # a reply past what a worker reads of one
     detail: str = ""
 
 
@@ -100,6 +101,8 @@ class Cause(StrEnum):
     resources = "resources"  # an operation failed with an errno: space, files, …
     timeout = "timeout"
     forged = "forged"
+    oversized = "oversized"  # the reply outgrew its limit: the sandbox's data made it so
+    nested = "nested"  # an operation recursed too deep into what the code under test made
     killed = "killed"
     stopped = "stopped"  # the container stopped
     image = "image"  # the image cannot run python3
@@ -149,6 +152,8 @@ def classify(evidence: Evidence) -> Failure:
     | OOMKilled, ENOMEM/MemoryError, memory at limit   | oom           |
     | EAGAIN, pids.current at the pids limit           | runtime_error |
     | ENOSPC, EDQUOT, EMFILE, ENFILE, any other errno  | runtime_error |
+    | an operation raised RecursionError               | runtime_error |
+    | a reply past the size a worker reads             | runtime_error |
     | the runner did not answer in time                | timeout       |
     | the runner killed by a signal, memory limit hit  | oom           |
     | a forged reply; the runner killed by a signal    | runtime_error |
@@ -193,6 +198,20 @@ def classify(evidence: Evidence) -> Failure:
         reason = ERRNO_REASONS.get(evidence.errno, "an operation in the sandbox failed")
         return Failure(
             Verdict.runtime_error, f"{reason} ({detail})" if detail else reason, Cause.resources
+        )
+    if evidence.exception == "RecursionError":
+        # a tree or a document the code under test nested deeper than the runner can follow
+        return Failure(
+            Verdict.runtime_error,
+            f"the sandbox held something nested too deep to handle ({detail})",
+            Cause.nested,
+        )
+    if evidence.oversized:
+        # what it carries is what the sandbox printed, wrote or named: ours is bounded
+        return Failure(
+            Verdict.runtime_error,
+            "the sandbox's output outgrew what a reply may carry",
+            Cause.oversized,
         )
     if evidence.timed_out:
         return Failure(
@@ -317,13 +336,15 @@ class Sandbox:
             raise self.broken(Evidence(detail=str(exc))) from exc
         if result.timed_out:
             raise self.broken(Evidence(timed_out=True, detail="no reply in time"), kill=True)
+        if result.stdout_truncated:
+            raise self.broken(Evidence(oversized=True, detail=f"over {RUNNER_MAX_REPLY} bytes"))
         try:
             data = json.loads(result.stdout)
             if not isinstance(data, dict) or data.get("nonce") != nonce:
                 code = self.engine.exit_code_of(result.exec_id)
                 raise self.broken(Evidence(forged=True, exit_code=code))
             reply = Reply.decode(data)
-        except ValueError as exc:  # no JSON, or not the protocol's (ProtocolError)
+        except (ValueError, RecursionError) as exc:  # no JSON, or not the protocol's
             code = self.engine.exit_code_of(result.exec_id)
             stderr = result.stderr.decode(errors="replace")[-500:]
             log.warning(

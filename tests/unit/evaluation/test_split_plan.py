@@ -63,6 +63,8 @@ def test_shapes() -> None:
     assert split_shape(task("def test_x(tmp_path):\n    pass\n")) is None
     assert split_shape(task(PLAIN, command="pytest -x")) is None
     assert split_shape(task(PLAIN, format="exit_code")) is None
+    sci = TaskSpec.model_validate({"image": "python-sci", "tests": {"files": {"t.py": PLAIN}}})
+    assert split_shape(sci) is None  # its results are arrays and frames, not plain data
 
 
 def test_the_split_plan_never_writes_the_tests_where_the_solution_is() -> None:

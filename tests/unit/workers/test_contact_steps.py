@@ -80,3 +80,9 @@ def test_contacts_are_counted_per_step_and_the_penalty_sits_on_that_step() -> No
     assert (result.verdict, result.reward) == (Verdict.passed, 1.0)
     assert result.step_rewards == [-1.0, -1.0, -1.0]
     assert {e.level for e in result.cheat.evidence} == {Level.attempt}
+
+
+def test_an_episode_whose_steps_never_ran_puts_no_contact_on_a_step() -> None:
+    """Only refused actions (no step with a start time): every contact is the grading's."""
+    during = step_during([], GRADED_AT)
+    assert during(GRADED_AT - 1) is None and during(GRADED_AT + 1) is None

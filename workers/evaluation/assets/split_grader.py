@@ -12,12 +12,12 @@ zygote forks two processes from it that never saw a request:
   record to another pipe only it holds. The tests are never on disk where the solution's
   uid could read them.
 
-Only plain data crosses between the two (None, bool, int, float, complex, str, bytes, and
-lists, tuples, sets, frozensets and dicts of them), as tagged JSON that the grader decodes
-strictly: an always-equal object, a frame walk into the tests, a read of the expected
-values or a forged record are impossible by construction, not detected. What is not plain
-data stays in the solution's process and is reached through a handle (`Remote`), whose
-`==` is identity: it equals no expected value.
+Only plain data crosses between the two (None, bool, int, float, complex, str, bytes,
+numpy arrays of numbers, and lists, tuples, sets, frozensets and dicts of them), as tagged
+JSON that the grader decodes strictly: an always-equal object, a frame walk into the
+tests, a read of the expected values or a forged record are impossible by construction,
+not detected. What is not plain data stays in the solution's process and is reached
+through a handle (`Remote`), whose `==` is identity: it equals no expected value.
 
 Two shapes of tests run so (`grading.split_shape`): `programs` (the `assert` format: each
 test file runs as `__main__`, a pass is every file run to its end) and `functions` (pytest
@@ -48,6 +48,7 @@ MAX_MESSAGE = 2000  # of an exception's text in the record
 MAX_TESTS_BYTES = 256 << 20
 HEADER = 4
 SYSTEM_EXITS = ("SystemExit", "KeyboardInterrupt", "GeneratorExit")
+ARRAY_KINDS = "biufc"  # numpy arrays of these dtype kinds cross as data (booleans, numbers)
 
 
 class Gone(BaseException):
@@ -130,6 +131,8 @@ def decode(data: Any, resolve: Callable[[int], Any], depth: int = 0) -> Any:
         return resolve(body)
     if tag == "b" and type(body) is str:
         return base64.b64decode(body, validate=True)
+    if tag == "n":
+        return _array(body)
     if tag == "c" and type(body) is list and len(body) == 2:
         if not all(type(part) in (int, float) for part in body):
             raise ValueError("not a complex number")
@@ -147,6 +150,23 @@ def decode(data: Any, resolve: Callable[[int], Any], depth: int = 0) -> Any:
             raise ValueError("not a dict's items")
         return {decode(k, resolve, depth): decode(v, resolve, depth) for k, v in body}
     raise ValueError("not plain data")
+
+
+def _array(body: Any) -> Any:
+    """A numpy array of numbers or booleans, rebuilt from its dtype, shape and bytes (numpy
+    is imported only when one crosses; an object or structured dtype never does)."""
+    if type(body) is not list or len(body) != 3 or type(body[0]) is not str:
+        raise ValueError("not an array")
+    import numpy
+
+    dtype = numpy.dtype(body[0])
+    shape = body[1]
+    if dtype.kind not in ARRAY_KINDS or dtype.fields is not None or type(shape) is not list:
+        raise ValueError("not an array of numbers")
+    if not all(type(n) is int and n >= 0 for n in shape) or type(body[2]) is not str:
+        raise ValueError("not an array's shape")
+    data = base64.b64decode(body[2], validate=True)
+    return numpy.frombuffer(data, dtype=dtype).reshape(shape).copy()
 
 
 # -- the solution's side ---------------------------------------------------------------------
@@ -191,6 +211,11 @@ class Objects:
             item = value.item()
             if type(item) is not type(value):
                 return encode(item, self._other)
+        if type(value).__name__ == "ndarray" and getattr(value.dtype, "kind", "") in ARRAY_KINDS:
+            array = value.copy(order="C")  # its own bytes, whatever view or strides it had
+            return {
+                "n": [array.dtype.str, list(array.shape), base64.b64encode(array.data).decode()]
+            }
         return self.handle(value)
 
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # at run time protocol.py's and runner.py's sources define th
         launch,
         oom_kills,
         processes_of,
+        remove_tree,
     )
     from workers.sandbox.protocol import (
         EXIT_NO_MEMORY,
@@ -124,18 +125,6 @@ def run_episode(uid: int, request: bytes, timeout_s: float) -> tuple[bytes, int,
     return outcome
 
 
-def remove(path: str) -> None:
-    import shutil
-
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-
-
 def listing(directory: str) -> list[str]:
     try:
         return os.listdir(directory)
@@ -147,7 +136,7 @@ def wipe() -> None:
     """Remove everything the episode could write: its directories and the scratch mounts."""
     for directory in (*DIRECTORIES, *SCRATCH, QUEUES):
         for name in listing(directory):
-            remove(os.path.join(directory, name))
+            remove_tree(os.path.join(directory, name))  # no recursion: trees of any depth
 
 
 def hand_over(uid: int) -> None:

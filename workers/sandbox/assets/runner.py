@@ -45,9 +45,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, defines these
     import subprocess
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from workers.sandbox.protocol import (
+        REPLY_OUTPUT_BYTES,
         SHARED_FILES,
         WORKSPACE,
         Find,
@@ -78,10 +79,11 @@ if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, d
         UntarResult,
         Write,
         WriteResult,
+        clip,
         decode_request,
     )
 
-# base64, ctypes, io, shutil, subprocess and tarfile are imported where used: this script
+# base64, ctypes, io, subprocess and tarfile are imported where used: this script
 # starts once per episode (or per fresh sandbox's server), and most episodes need none of them
 
 PR_SET_DUMPABLE = 4
@@ -110,6 +112,7 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # processes are forked from, so neither holds anything of a request in its memory.
 ZYGOTE: list["Zygote"] = []
 SPLIT_GRADER = "grader/split_grader.py"  # the shared file the zygote's children run
+OUTPUT_LEFT = [0]  # of the program's REPLY_OUTPUT_BYTES (`execute` sets it)
 
 
 def harden() -> None:
@@ -137,12 +140,7 @@ def inside(root: str, path: str) -> str:
 
 
 def clear(path: str) -> None:
-    if os.path.islink(path) or os.path.isfile(path):
-        os.unlink(path)
-    elif os.path.isdir(path):
-        import shutil
-
-        shutil.rmtree(path, ignore_errors=True)
+    remove_tree(path)
 
 
 def op_write(op: Write) -> WriteResult:
@@ -481,26 +479,125 @@ def free_scratch(force: bool = False) -> list[str]:
 
 
 def remove_tree(path: str) -> None:
-    """Delete a tree of ours, also where the code under test took its own permissions away."""
-    import shutil
+    """Delete a file or a tree as far as we may (what cannot go stays, as with `rmtree`'s
+    `ignore_errors`), also where the code under test took its own permissions away.
 
-    if os.path.isdir(path) and not os.path.islink(path):
-        for directory, dirs, _ in os.walk(path):
-            for name in dirs:
-                try:
-                    os.chmod(os.path.join(directory, name), 0o700)
-                except OSError:
-                    pass
+    Not `shutil.rmtree`: the code under test may nest directories thousands of levels
+    deep, past Python's recursion limit, PATH_MAX and the open files limit. So no
+    recursion, names relative to the directory at hand, two descriptors open at a time
+    (the way back up is `..`, checked to be the directory we came from), and no symlink
+    followed."""
+    parent, name = os.path.split(os.path.normpath(path))
+    try:
+        base = os.open(parent or ".", os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        remove_at(base, name)
+    finally:
+        os.close(base)
+
+
+def remove_at(base: int, name: str) -> None:
+    """`remove_tree` of `name` in the directory `base` (left open)."""
+    try:
+        os.unlink(name, dir_fd=base)
+        return
+    except IsADirectoryError:
+        pass
+    except OSError:
+        return  # gone, or not ours to delete
+    opened = enter(base, name)
+    if opened is None:
+        rmdir_at(base, name)
+        return
+    fd, own = opened
+    # a directory's name, the identity of the one it is in and its own, its subdirectories left
+    stack = [(name, identity(base), own, emptied(fd))]
+    while stack:
+        current, parent_id, own_id, pending = stack[-1]
+        if pending:
+            child = pending.pop()
+            if rmdir_at(fd, child):  # empty already: no need to go in
+                continue
+            opened = enter(fd, child)
+            if opened is not None:
+                stack.append((child, own_id, opened[1], emptied(opened[0])))
+                os.close(fd)
+                fd = opened[0]
+            continue
+        stack.pop()
+        up = base
+        if stack:
+            try:
+                up = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            except OSError:
+                up = -1
+        os.close(fd)
+        fd = up
+        if fd < 0 or (fd != base and identity(fd) != parent_id):  # moved meanwhile: stop
+            if fd >= 0:
+                os.close(fd)
+            return
+        rmdir_at(fd, current)
+
+
+def identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
+
+
+def enter(parent: int, name: str) -> tuple[int, tuple[int, int]] | None:
+    """The directory `name` in `parent`, opened and made ours to empty (its owner may have
+    taken its permissions away), with its identity; None when it cannot be, or is not a
+    directory (a symlink is never followed)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(name, flags, dir_fd=parent)
+    except PermissionError:
         try:
-            os.chmod(path, 0o700)
+            os.chmod(name, 0o700, dir_fd=parent)
+            fd = os.open(name, flags, dir_fd=parent)
+        except OSError:
+            return None
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if info.st_mode & 0o700 != 0o700:  # readable, not writable: nothing in it would go
+        try:
+            os.fchmod(fd, 0o700)
         except OSError:
             pass
-        shutil.rmtree(path, ignore_errors=True)
-    else:
+    return fd, (info.st_dev, info.st_ino)
+
+
+def emptied(fd: int) -> list[str]:
+    """Delete what is in the directory `fd` but directories; the names of those."""
+    try:
+        with os.scandir(fd) as entries:
+            found = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+    except OSError:
+        return []
+    directories = []
+    for name, is_dir in found:
+        if is_dir:
+            directories.append(name)
+            continue
         try:
-            os.unlink(path)
+            os.unlink(name, dir_fd=fd)
+        except IsADirectoryError:
+            directories.append(name)
         except OSError:
             pass
+    return directories
+
+
+def rmdir_at(parent: int, name: str) -> bool:
+    try:
+        os.rmdir(name, dir_fd=parent)
+    except OSError:
+        return False
+    return True
 
 
 def retrying(spawn: Callable[[], Any]) -> Any:
@@ -1014,23 +1111,28 @@ def op_run(op: Run) -> RunResult:
         proc.record.close()
         proc.kill()  # the solution, and whatever the grader left: the record is complete
     after = oom_kills()
+    # each stream within `cap` and the program's output budget as the reply carries them
+    texts, cut = {}, {}
+    for name in ("stdout", "stderr"):
+        text = captured[name].decode("utf-8", "replace")
+        texts[name], size = clip(text, min(cap, OUTPUT_LEFT[0]))
+        OUTPUT_LEFT[0] -= size
+        cut[name] = seen[name] > cap or len(texts[name]) < len(text)
+    if op.split is not None:  # the grader's record, from the pipe only it held
+        report: str | None = captured["record"].decode("utf-8", "replace")
+    else:
+        report = read_file(op.report, op.report_bytes) if op.report else None
     return RunResult(
         exit_code=code,
         timed_out=timed_out,
         duration_s=round(time.monotonic() - started, 4),
-        stdout=captured["stdout"].decode("utf-8", "replace"),
-        stderr=captured["stderr"].decode("utf-8", "replace"),
-        stdout_truncated=seen["stdout"] > cap,
-        stderr_truncated=seen["stderr"] > cap,
+        stdout=texts["stdout"],
+        stderr=texts["stderr"],
+        stdout_truncated=cut["stdout"],
+        stderr_truncated=cut["stderr"],
         oom_killed=before is not None and after is not None and after > before,
         started_at=started,
-        report=(
-            captured["record"].decode("utf-8", "replace")
-            if op.split is not None
-            else read_file(op.report, op.report_bytes)
-            if op.report
-            else None
-        ),
+        report=None if report is None else clip(report, op.report_bytes)[0],
     )
 
 
@@ -1084,12 +1186,38 @@ def op_read(op: Read) -> ReadResult:
     return ReadResult(files={p: read_file(inside(op.root, p), op.max_bytes) for p in op.paths})
 
 
+def walk(top: str, skip: tuple[str, ...] = ()) -> Iterator[tuple[str, list[str]]]:
+    """Every directory under `top` (those named in `skip` left out) with the names of its
+    entries but directories, as `os.walk` gives them top-down without following symlinks.
+
+    Not `os.walk`: Python 3.11's recurses, and the code under test may nest directories past
+    the recursion limit. A directory that cannot be listed (past PATH_MAX among them, where
+    no tool that goes by path reaches either) is left out, as `os.walk` leaves it out."""
+    pending = [top]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                found = [(e.name, is_directory(e)) for e in entries]
+        except OSError:
+            continue
+        yield directory, [name for name, is_dir in found if not is_dir]
+        below = [name for name, is_dir in found if is_dir and name not in skip]
+        pending += [os.path.join(directory, name) for name in reversed(below)]
+
+
+def is_directory(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
 def find(root: str, names: list[str]) -> list[str]:
     wanted = set(names)
     suffixes = tuple(n[1:] for n in names if n.startswith("*"))
     found = []
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
+    for directory, files in walk(root, skip=(".git",)):
         for name in files:
             if name in wanted or (suffixes and name.endswith(suffixes)):
                 found.append(os.path.relpath(os.path.join(directory, name), root))
@@ -1116,8 +1244,7 @@ def op_snapshot(op: Snapshot) -> SnapshotResult:
     for path in op.paths:
         full = inside(root, path.rstrip("/"))
         if os.path.isdir(full) and not os.path.islink(full):
-            for directory, dirs, names in os.walk(full):
-                dirs[:] = [d for d in dirs if d not in (".git", "__pycache__", ".pytest_cache")]
+            for directory, names in walk(full, skip=(".git", "__pycache__", ".pytest_cache")):
                 kept = [n for n in names if not n.endswith((".pyc", ".pyo"))]
                 found += [os.path.join(directory, n) for n in kept]
         else:
@@ -1184,6 +1311,7 @@ HANDLERS: dict[str, Callable[[Any], Result]] = {
 def execute(ops: list[tuple[str, Op[Any]]]) -> tuple[dict[str, Result], RunnerError | None]:
     """Run the operations in order: their results by id, and the error that stopped them."""
     results: dict[str, Result] = {}
+    OUTPUT_LEFT[0] = REPLY_OUTPUT_BYTES
     for op_id, op in ops:
         try:
             result = HANDLERS[op.kind](op)
