@@ -4,7 +4,8 @@
                             [--formats assert] [--workers auto] [--limit 164] [--quick]
 
 Baselines, measured in the same run on the same programs and at the same concurrencies:
-  - plain:       each program under a plain `python3` subprocess (no isolation at all)
+  - plain:       each program under the host's own `/usr/bin/python3` (Debian's build, what
+                 SandboxFusion runs), a subprocess with no isolation at all
   - docker run:  each program under `docker run --rm --network none` of the sandbox image
                  (the engine's default runtime; `--docker-runtimes crun` adds a row under crun)
 Proctor: every episode through the HTTP API → Redis/RQ → a worker, graded as a plain
@@ -46,6 +47,7 @@ from harness import (
 from tests import humaneval
 
 IMAGE = "proctor/sandbox-python:latest"
+PLAIN = f"plain {HOST_PYTHON}"
 # the dataset's check as a plain program (the `assert` format): it passes by running to its end
 ASSERT_TEMPLATE = """\
 import solution as _solution
@@ -293,7 +295,7 @@ def main() -> None:
     extra: dict[str, Any] = {}
     rewards: dict[tuple[str, str, int | str], list[float | None]] = {}
 
-    baselines = [("plain python3", [HOST_PYTHON, "-c"])]
+    baselines = [(PLAIN, [HOST_PYTHON, "-c"])]
     if not args.quick:
         docker = ["docker", "run", "--rm", "--network", "none", IMAGE, "python3", "-c"]
         baselines.append(("docker run --rm --network none", docker))
@@ -393,10 +395,10 @@ def main() -> None:
         runs = [v for (_, _, c), v in rewards.items() if (c == "broken") == (kind == "broken")]
         extra[f"identical_rewards_{kind}"] = all(r == runs[0] for r in runs) if runs else None
     plain, docker_best = (
-        best.get("plain python3", 0.0),
+        best.get(PLAIN, 0.0),
         best.get("docker run --rm --network none", 0.0),
     )
-    plain_at = {r["concurrency"]: r["per_s"] for r in rows if r["system"] == "plain python3"}
+    plain_at = {r["concurrency"]: r["per_s"] for r in rows if r["system"] == PLAIN}
     for row in rows:
         row["x_plain"] = ratio(row["per_s"], plain)
         row["x_plain_same_c"] = ratio(row["per_s"], plain_at.get(row["concurrency"], 0.0))
@@ -418,7 +420,7 @@ def main() -> None:
     print(table(rows, columns))
     print(
         "\nratios are to the best throughput of each baseline in this run; x_plain_same_c to"
-        " plain python3 at the same concurrency"
+        f" {PLAIN} at the same concurrency"
     )
     for key, value in extra.items():
         print(f"{key}: {json.dumps(value)}")
