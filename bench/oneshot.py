@@ -9,7 +9,7 @@ Baselines, measured in the same run on the same programs and at the same concurr
                  SandboxFusion runs), a subprocess with no isolation at all
   - docker run:  each program under `docker run --rm --network none` of the sandbox image
                  (the engine's default runtime; `--docker-runtimes crun` adds a row under crun)
-  - SandboxFusion (`--sandboxfusion DIR`, a checkout set up as its README says): its server,
+  - SandboxFusion (`--sandboxfusion DIR`, a set-up checkout: `sandboxfusion.py`): its server,
                  started by this bench with isolation `none` and `lite` and stopped after,
                  sent each program as `POST /run_code`; its commit is in the rows' names
 Proctor: every episode through the HTTP API → Redis/RQ → a worker, graded as a plain

@@ -2,9 +2,10 @@
 uses (SandboxFusion's and Proctor's alike), and a SandboxFusion server started from a
 checkout for the length of a `with` block.
 
-The checkout is set up as its own README says (a venv with its locked requirements, `sudo`
-and cgroup-tools for `lite`, its Python runner's `sandbox-runtime` environment); nothing of
-it is part of this repository. Its server runs with its `sandbox/configs/local.yaml`, the
+The checkout is set up beforehand (its locked requirements in a venv, by default at
+`DIR/../venv`; `sudo` and cgroup-tools for `lite`; the `sandbox-runtime` environment its
+Python runner activates, naming the interpreter programs run on); nothing of it is part of
+this repository. Its server runs with its `sandbox/configs/local.yaml`, the
 `isolation` key set to the mode measured (`none`: a subprocess of the server, as the user
 who runs it; `lite`: namespaces, cgroups, an overlay root, run by root through sudo).
 """
