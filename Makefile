@@ -22,8 +22,9 @@ test: setup       ## the whole suite against real Redis and Docker (judge tests 
 test-unit:
 	@$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
 
-bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in bench/results/
-	@cd bench && ../$(PY) oneshot.py --runtimes runc,runsc --docker-runtimes crun
+bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in bench/results/ (SANDBOXFUSION=DIR: its rows too)
+	@cd bench && ../$(PY) oneshot.py --runtimes runc,runsc --docker-runtimes crun \
+	    --formats assert,junit $(if $(SANDBOXFUSION),--sandboxfusion $(SANDBOXFUSION))
 	@cd bench && ../$(PY) episode_cpu.py
 	@cd bench && ../$(PY) pooled_server.py
 	@cd bench && ../$(PY) interactive.py

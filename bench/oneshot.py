@@ -1,16 +1,22 @@
-"""One-shot throughput on HumanEval: Proctor end to end beside two baselines, one run.
+"""One-shot throughput on HumanEval: Proctor end to end beside its baselines, one run.
 
     python bench/oneshot.py [--concurrency 1,4,16,64] [--isolations container,pooled]
                             [--formats assert] [--workers auto] [--limit 164] [--quick]
+                            [--sandboxfusion DIR [--sandboxfusion-modes none,lite]]
 
 Baselines, measured in the same run on the same programs and at the same concurrencies:
-  - plain:       each program under a plain `python3` subprocess (no isolation at all)
+  - plain:       each program under the host's own `/usr/bin/python3` (Debian's build, what
+                 SandboxFusion runs), a subprocess with no isolation at all
   - docker run:  each program under `docker run --rm --network none` of the sandbox image
                  (the engine's default runtime; `--docker-runtimes crun` adds a row under crun)
+  - SandboxFusion (`--sandboxfusion DIR`, a set-up checkout: `sandboxfusion.py`): its server,
+                 started by this bench with isolation `none` and `lite` and stopped after,
+                 sent each program as `POST /run_code`; its commit is in the rows' names
 Proctor: every episode through the HTTP API → Redis/RQ → a worker, graded as a plain
 program passed by the grader's completion nonce (`assert`) or as a pytest test from JUnit
-XML (`junit`), in each isolation: `container` (a fresh hardened container per episode) and
-`pooled` (long-lived sandboxes, an episode per fresh uid). Besides throughput and latency:
+XML (`junit`), and each program as SandboxFusion's `POST /run_code` with the client of the
+SandboxFusion rows, in each isolation: `container` (a fresh hardened container per episode)
+and `pooled` (long-lived sandboxes, an episode per fresh uid). Besides throughput and latency:
 the rewards of the broken solutions (`return None`: all must be 0), an overload round (C=256
 against a queue limit of 128: 429s, nothing lost), the API's and Redis's CPU per episode on
 the batch path, and the resident memory of an idle warm container and pooled sandbox.
@@ -27,10 +33,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import httpx
+import sandboxfusion
 from harness import (
     HOST_PYTHON,
     machine,
@@ -46,6 +54,7 @@ from harness import (
 from tests import humaneval
 
 IMAGE = "proctor/sandbox-python:latest"
+PLAIN = f"plain {HOST_PYTHON}"
 # the dataset's check as a plain program (the `assert` format): it passes by running to its end
 ASSERT_TEMPLATE = """\
 import solution as _solution
@@ -283,6 +292,18 @@ def main() -> None:
         " C=16 in this run (waiting bounded to a healthy load's latency)",
     )
     parser.add_argument("--quick", action="store_true", help="no docker run baseline, no overload")
+    parser.add_argument(
+        "--sandboxfusion",
+        type=Path,
+        metavar="DIR",
+        help="a SandboxFusion checkout: its /run_code rows beside Proctor's (started here)",
+    )
+    parser.add_argument(
+        "--sandboxfusion-python",
+        type=Path,
+        help="the interpreter of its venv (default: DIR/../venv/bin/python, as its README sets up)",
+    )
+    parser.add_argument("--sandboxfusion-modes", default="none,lite")
     args = parser.parse_args()
     if not humaneval.DATA.exists():
         sys.exit(f"HumanEval data not found at {humaneval.DATA}")
@@ -293,7 +314,7 @@ def main() -> None:
     extra: dict[str, Any] = {}
     rewards: dict[tuple[str, str, int | str], list[float | None]] = {}
 
-    baselines = [("plain python3", [HOST_PYTHON, "-c"])]
+    baselines = [(PLAIN, [HOST_PYTHON, "-c"])]
     if not args.quick:
         docker = ["docker", "run", "--rm", "--network", "none", IMAGE, "python3", "-c"]
         baselines.append(("docker run --rm --network none", docker))
@@ -311,6 +332,27 @@ def main() -> None:
                 }
             )
     best = {name: max(r["per_s"] for r in rows if r["system"] == name) for name, _ in baselines}
+    if args.sandboxfusion is not None:
+        checkout = args.sandboxfusion.resolve()
+        python = args.sandboxfusion_python or checkout.parent / "venv" / "bin" / "python"
+        named = sandboxfusion.commit(checkout)
+        extra["sandboxfusion"] = {"checkout": str(checkout), "commit": named}
+        for mode in args.sandboxfusion_modes.split(","):
+            name = f"sandboxfusion {mode} @{named} (/run_code)"
+            print(f"{name}: starting it ...", flush=True)
+            with sandboxfusion.served(checkout, mode, python) as url:
+                for concurrency in concurrencies:
+                    print(f"{name}, concurrency {concurrency} ...", flush=True)
+                    tag = f"round sandboxfusion-{mode} C={concurrency} {time.time_ns()}"
+                    result = asyncio.run(sandboxfusion.run_code(url, programs, concurrency, tag))
+                    rows.append({"system": name, "concurrency": concurrency, **result})
+            best[f"sandboxfusion {mode}"] = max(r["per_s"] for r in rows if r["system"] == name)
+            if mode == "lite":
+                print(
+                    "sandboxfusion lite leaves network namespaces, veth pairs, NAT rules and"
+                    " cgroups behind when it stops (see its README)",
+                    flush=True,
+                )
 
     setups: list[tuple[str, str | None]] = [(i, None) for i in args.isolations.split(",")]
     setups += [("container", r) for r in args.runtimes.split(",") if r]
@@ -351,6 +393,17 @@ def main() -> None:
                     "episodes": outcome["episodes"],
                     "reward_0": sum(r == 0.0 for r in outcome["rewards"]),
                 }
+            for concurrency in concurrencies:
+                print(f"proctor {isolation} (/run_code), C={concurrency} ...", flush=True)
+                tag_run = f"round proctor-{isolation} C={concurrency} {time.time_ns()}"
+                result = asyncio.run(sandboxfusion.run_code(url, programs, concurrency, tag_run))
+                rows.append(
+                    {
+                        "system": f"proctor {isolation} (/run_code)",
+                        "concurrency": concurrency,
+                        **result,
+                    }
+                )
             tag = {"round": "batch-cpu"}
             batch = [{**e, "metadata": {**e["metadata"], **tag}} for e in episodes]
             print(f"proctor {isolation}: CPU per episode on the batch path ...", flush=True)
@@ -392,15 +445,17 @@ def main() -> None:
     for kind in ("canonical", "broken"):
         runs = [v for (_, _, c), v in rewards.items() if (c == "broken") == (kind == "broken")]
         extra[f"identical_rewards_{kind}"] = all(r == runs[0] for r in runs) if runs else None
-    plain, docker_best = (
-        best.get("plain python3", 0.0),
+    plain, docker_best, sf_none = (
+        best.get(PLAIN, 0.0),
         best.get("docker run --rm --network none", 0.0),
+        best.get("sandboxfusion none", 0.0),
     )
-    plain_at = {r["concurrency"]: r["per_s"] for r in rows if r["system"] == "plain python3"}
+    plain_at = {r["concurrency"]: r["per_s"] for r in rows if r["system"] == PLAIN}
     for row in rows:
         row["x_plain"] = ratio(row["per_s"], plain)
         row["x_plain_same_c"] = ratio(row["per_s"], plain_at.get(row["concurrency"], 0.0))
         row["x_docker_run"] = ratio(row["per_s"], docker_best)
+        row["x_sf_none"] = ratio(row["per_s"], sf_none)
     columns = [
         "system",
         "concurrency",
@@ -410,6 +465,7 @@ def main() -> None:
         "x_plain",
         "x_plain_same_c",
         "x_docker_run",
+        "x_sf_none",
         "p50_s",
         "p95_s",
         "elapsed_s",
@@ -417,8 +473,8 @@ def main() -> None:
     print()
     print(table(rows, columns))
     print(
-        "\nratios are to the best throughput of each baseline in this run; x_plain_same_c to"
-        " plain python3 at the same concurrency"
+        "\nratios are to the best throughput of each baseline in this run (x_sf_none:"
+        f" SandboxFusion without isolation); x_plain_same_c to {PLAIN} at the same concurrency"
     )
     for key, value in extra.items():
         print(f"{key}: {json.dumps(value)}")

@@ -6,11 +6,11 @@ The 164 HumanEval canonical solutions (`assert` format), each as the one program
 sends a pooled sandbox (the solution written, then the grading plan: `grading_plan`), run
 straight through `RunnerPool` from C threads, one pooled sandbox each (the task's limits, no
 network: a service's get the honeypot's, which costs an episode nothing it does not use),
-and scored as a worker scores them. Beside it, in the same run, the plain `python3`
-subprocess baseline of `oneshot.py`. CPU per episode is every container's (`cpuacct` of
-Docker's parent cgroup: run it on an otherwise idle engine), with the minor page faults the
-episode's processes took (the server's rusage of the children it reaped during the episode:
-pages copied from its heap on write, or new).
+and scored as a worker scores them. Beside it, in the same run, the plain subprocess
+baseline of `oneshot.py` (the host's own `/usr/bin/python3`). CPU per episode is every
+container's (`cpuacct` of Docker's parent cgroup: run it on an otherwise idle engine), with
+the minor page faults the episode's processes took (the server's rusage of the children it
+reaped during the episode: pages copied from its heap on write, or new).
 
 `episode_cpu.py` says where an episode's CPU goes in the whole stack; this says how far the
 sandbox layer alone would go, so the gap between the two is the stack's.
@@ -26,7 +26,7 @@ from typing import Any
 
 from episode_cpu import sandbox_cpu
 from harness import HOST_PYTHON, machine, summary, table, write
-from oneshot import episode, ratio, run_programs
+from oneshot import PLAIN, episode, ratio, run_programs
 
 from core.config import Settings
 from core.defaults import POOLED_EPISODES
@@ -118,9 +118,9 @@ def main() -> None:
     )
     rows: list[dict[str, Any]] = []
     for concurrency in concurrencies:
-        print(f"plain python3, concurrency {concurrency} ...", flush=True)
+        print(f"{PLAIN}, concurrency {concurrency} ...", flush=True)
         plain = run_programs(programs * args.rounds, [HOST_PYTHON, "-c"], concurrency)
-        rows.append({"system": "plain python3", "concurrency": concurrency, **plain})
+        rows.append({"system": PLAIN, "concurrency": concurrency, **plain})
     engine = Engine(worker="bench-pooled", host="bench", deployment="bench-pooled")
     pool = RunnerPool(engine, episodes=POOLED_EPISODES, size=max(concurrencies))
     try:
@@ -131,7 +131,7 @@ def main() -> None:
             rows.append({"system": "pooled sandboxes", "concurrency": concurrency, **outcome})
     finally:
         pool.close()
-    best = max(r["per_s"] for r in rows if r["system"] == "plain python3")
+    best = max(r["per_s"] for r in rows if r["system"] == PLAIN)
     for row in rows:
         row["vs plain best"] = ratio(row["per_s"], best)
     columns = ["system", "concurrency", "per_s", "p50_s", "p95_s", "ok", "episodes"]
