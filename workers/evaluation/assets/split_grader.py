@@ -152,6 +152,14 @@ def decode(data: Any, resolve: Callable[[int], Any], depth: int = 0) -> Any:
     raise ValueError("not plain data")
 
 
+def array_data(value: Any) -> dict[str, Any] | None:
+    """A numpy array of numbers or booleans as tagged data (None: not one)."""
+    if type(value).__name__ != "ndarray" or getattr(value.dtype, "kind", "") not in ARRAY_KINDS:
+        return None
+    array = value.copy(order="C")  # its own bytes, whatever view or strides it had
+    return {"n": [array.dtype.str, list(array.shape), base64.b64encode(array.data).decode()]}
+
+
 def _array(body: Any) -> Any:
     """A numpy array of numbers or booleans, rebuilt from its dtype, shape and bytes (numpy
     is imported only when one crosses; an object or structured dtype never does)."""
@@ -211,12 +219,7 @@ class Objects:
             item = value.item()
             if type(item) is not type(value):
                 return encode(item, self._other)
-        if type(value).__name__ == "ndarray" and getattr(value.dtype, "kind", "") in ARRAY_KINDS:
-            array = value.copy(order="C")  # its own bytes, whatever view or strides it had
-            return {
-                "n": [array.dtype.str, list(array.shape), base64.b64encode(array.data).decode()]
-            }
-        return self.handle(value)
+        return array_data(value) or self.handle(value)
 
 
 def _namespace(module: types.ModuleType, objects: Objects) -> dict[str, Any]:
@@ -342,6 +345,9 @@ class Link:
     def argument(self, value: Any) -> Any:
         if type(value) is Remote and value._link is self:
             return {"h": value._number}
+        array = array_data(value)
+        if array is not None:
+            return array
         raise TypeError("a %s cannot be passed to the solution's process" % type(value).__name__)
 
 
