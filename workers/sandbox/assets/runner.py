@@ -354,10 +354,8 @@ def kill_uid(uid: int) -> bool:
     with one kill(-1) per round, however fast they fork; the server's own kill(-1) would
     reach root's processes too (an exec'd sandbox's keeper, the server's other children)."""
     reap_all()
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True  # no child at all: what the episode started would be ours (a subreaper)
+    if not processes_of(uid):
+        return True  # none alive, and only a process of the uid could start another
     for _ in range(KILL_ROUNDS):
         try:
             killer = os.fork()
