@@ -281,3 +281,26 @@ def test_results_that_are_no_plain_data_stay_in_the_solution(tmp_path: Path) -> 
     }
     record, _ = split_run(tmp_path, solution, tests, "programs")
     assert record["completed"] is True, record
+
+
+def test_isinstance_of_a_class_of_the_solution_is_asked_of_its_process(tmp_path: Path) -> None:
+    solution = {
+        "solution.py": (
+            "class Stack:\n"
+            "    def __init__(self):\n        self.items = []\n"
+            "    def push(self, x):\n        self.items.append(x)\n"
+            "    def pop(self):\n        return self.items.pop()\n"
+            "class Sub(Stack):\n    pass\n"
+        )
+    }
+    tests = {
+        "test_solution.py": (
+            "from solution import Stack, Sub\n"
+            "s = Stack()\ns.push(3)\n"
+            "assert isinstance(s, Stack) and isinstance(Sub(), Stack)\n"
+            "assert not isinstance(3, Stack) and issubclass(Sub, Stack)\n"
+            "assert s.pop() == 3\n"
+        )
+    }
+    record, _ = split_run(tmp_path, solution, tests, "programs")
+    assert record["completed"] is True, record

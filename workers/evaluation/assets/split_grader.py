@@ -250,6 +250,11 @@ def _answer(objects: Objects, request: list[Any]) -> Any:
         return objects.plain(target[decode(args[1], objects.get)])
     if op == "contains":
         return decode(args[1], objects.get) in target
+    if op == "isinstance":
+        return isinstance(decode(args[1], objects.get), target)
+    if op == "issubclass":
+        other = decode(args[1], objects.get)
+        return isinstance(other, type) and issubclass(other, target)
     if op == "repr":
         return repr(target)
     if op == "str":
@@ -403,6 +408,19 @@ class Remote:
 
     def __contains__(self, item: Any) -> bool:
         return self._link.ask("contains", self._number, encode(item, self._link.argument)) is True
+
+    def __instancecheck__(self, instance: Any) -> bool:
+        """`isinstance(x, SolutionClass)`: asked of the solution's process."""
+        return (
+            self._link.ask("isinstance", self._number, encode(instance, self._link.argument))
+            is True
+        )
+
+    def __subclasscheck__(self, subclass: Any) -> bool:
+        return (
+            self._link.ask("issubclass", self._number, encode(subclass, self._link.argument))
+            is True
+        )
 
     def __repr__(self) -> str:
         try:
