@@ -276,12 +276,11 @@ def hidden_tests(task: TaskSpec) -> list[str]:
     sandbox paths: in-process, the grader plugin reads them and empties them on disk before
     any code of the solution runs (`assets/grader_plugin.py: _hide`), so no process the
     solution starts can read them."""
+    patterns = ("test_*.py", "*_test.py", "conftest.py")
     return sorted(
         f"/workspace/{path}"
         for path in task.tests.files
-        if fnmatch(path.rsplit("/", 1)[-1], "test_*.py")
-        or fnmatch(path.rsplit("/", 1)[-1], "*_test.py")
-        or path.rsplit("/", 1)[-1] == "conftest.py"
+        if any(fnmatch(path.rsplit("/", 1)[-1], pattern) for pattern in patterns)
     )
 
 

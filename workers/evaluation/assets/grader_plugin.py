@@ -191,7 +191,6 @@ def _hide(paths: list[str]) -> None:
         from _pytest.assertion import rewrite
     except ImportError:
         return
-    hidden = HIDDEN
     for path in paths:
         try:
             fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
@@ -202,18 +201,18 @@ def _hide(paths: list[str]) -> None:
             handle.seek(0)
             handle.truncate()
         real = os.path.realpath(path)
-        hidden[real] = source
+        HIDDEN[real] = source
         lines = source.decode("utf-8", "replace").splitlines(True)
         linecache.cache[path] = linecache.cache[real] = (len(source), None, lines, real)
     original = rewrite._rewrite_test
     read_bytes = pathlib.Path.read_bytes
 
     def from_memory(self: Any) -> bytes:
-        source = hidden.get(os.path.realpath(str(self)))
+        source = HIDDEN.get(os.path.realpath(str(self)))
         return source if source is not None else read_bytes(self)
 
     def rewrite_test(fn: Any, config: Any) -> Any:
-        if os.path.realpath(str(fn)) not in hidden:
+        if os.path.realpath(str(fn)) not in HIDDEN:
             return original(fn, config)
         pathlib.Path.read_bytes = from_memory  # type: ignore[method-assign]
         try:

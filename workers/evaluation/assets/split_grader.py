@@ -65,7 +65,11 @@ class SolutionError(Exception):
 
 def send(fd: int, message: object) -> None:
     data = json.dumps(message, separators=(",", ":")).encode()
-    view = memoryview(len(data).to_bytes(HEADER, "big") + data)
+    write_all(fd, len(data).to_bytes(HEADER, "big") + data)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
@@ -530,12 +534,14 @@ def _described(exc: BaseException, root: str) -> tuple[str, str]:
     return type(exc).__name__, text.strip()[:MAX_MESSAGE]
 
 
+def _frames_under(exc: BaseException, root: str) -> list[traceback.FrameSummary]:
+    return [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(root + "/")]
+
+
 def _show(exc: BaseException, root: str) -> None:
     """The traceback of the frames under `root` only (the tests', or the solution's: not
     ours), on stderr, as the program's own interpreter would show it."""
-    frames = [
-        f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(root + "/")
-    ]
+    frames = _frames_under(exc, root)
     lines = (
         ["Traceback (most recent call last):\n", *traceback.format_list(frames)] if frames else []
     )
@@ -545,9 +551,7 @@ def _show(exc: BaseException, root: str) -> None:
 
 def _where(exc: BaseException, root: str) -> str:
     """Where in the tests it was raised: `file:line: source`."""
-    frames = [
-        f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(root + "/")
-    ]
+    frames = _frames_under(exc, root)
     if not frames:
         return ""
     last = frames[-1]
@@ -656,10 +660,7 @@ def grade(channel: int, record: int, tests_fd: int) -> None:
     else:
         outcome = grade_programs(programs, root, link)
     _flush()
-    text = json.dumps(outcome).encode()
-    view = memoryview(text)
-    while view:
-        view = view[os.write(record, view) :]
+    write_all(record, json.dumps(outcome).encode())
     os.close(record)
     os._exit(0)
 
