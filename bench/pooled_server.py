@@ -34,7 +34,7 @@ from proctor.models import EpisodeCreate
 from tests import humaneval
 from workers.evaluation.grading import GradingPlan, grading_plan
 from workers.results import score_test_run
-from workers.sandbox.docker import Engine, SandboxSpec
+from workers.sandbox.engine import Engine, SandboxSpec
 from workers.sandbox.pooled import RunnerPool
 from workers.sandbox.protocol import Op, Sent, Write
 

@@ -41,7 +41,7 @@ from workers.evaluation.grading import (
 from workers.grading_tail import grade_reply, until_redis_answers, write_result
 from workers.guard import integrity_evidence
 from workers.runtime import Runtime
-from workers.sandbox.docker import Container, SandboxError
+from workers.sandbox.engine import Container, SandboxError
 from workers.sandbox.protocol import (
     Find,
     KillAll,

@@ -47,7 +47,7 @@ from core.queues import QUEUE_NAME
 from core.results import infra_failure, timed_out
 from core.store import EpisodeRecord, EpisodeStore, EpisodeSummary
 from proctor.models import EpisodeStatus
-from workers.sandbox.docker import DEPLOYMENT_LABEL, WORKER_LABEL, Engine, SandboxError
+from workers.sandbox.engine import DEPLOYMENT_LABEL, WORKER_LABEL, Engine, SandboxError
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from proctor.models import EpisodeMode, EpisodeResult
 from workers import capacity, runtime
 from workers.grading_tail import until_redis_answers, write_result
 from workers.oneshot import run_oneshot
-from workers.sandbox.docker import SandboxError
+from workers.sandbox.engine import SandboxError
 
 log = logging.getLogger(__name__)
 

@@ -58,7 +58,7 @@ from workers.guard import Guard
 from workers.honeypot import Honeypot
 from workers.janitor import Janitor, worker_name
 from workers.sandbox.checks import pick_runtime, verify_protections
-from workers.sandbox.docker import Engine, SandboxError
+from workers.sandbox.engine import Engine, SandboxError
 from workers.sandbox.pool import WarmPool
 from workers.sandbox.pooled import RunnerPool
 

@@ -15,7 +15,7 @@ from core.limits import within_host
 from core.store import EpisodeStore
 from proctor.models import Isolation, NetworkPolicy, TaskSpec
 from workers.guard import Guard
-from workers.sandbox.docker import Engine, SandboxError, SandboxSpec
+from workers.sandbox.engine import Engine, SandboxError, SandboxSpec
 from workers.sandbox.pool import WarmPool
 from workers.sandbox.pooled import PooledSandbox, RunnerPool
 from workers.sandbox.sandbox import Sandbox

@@ -24,8 +24,9 @@ from proctor.models import EpisodeCreate, EpisodeStatus, Solution, TaskSpec, Tes
 from tests.conftest import claimed_database, running_service, wait_until
 from tests.e2e.helpers import episode
 from tests.pools import wait_for_warm_pools
-from workers.capacity import HostBudget, NoCapacity, reserve
+from workers.capacity import HostBudget, reserve
 from workers.janitor import Janitor
+from workers.sandbox.engine import NoCapacity
 
 WORKERS = 8
 LOOP_S = 10.0

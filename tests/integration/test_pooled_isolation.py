@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from workers.sandbox.docker import DEPLOYMENT_LABEL, Engine, SandboxSpec
+from workers.sandbox.engine import DEPLOYMENT_LABEL, Engine, SandboxSpec
 from workers.sandbox.pooled import PooledSandbox, RunnerPool
 from workers.sandbox.protocol import (
     SHARED_FILES,

@@ -13,7 +13,7 @@ from dataclasses import replace
 import docker
 import pytest
 
-from workers.sandbox.docker import DEPLOYMENT_LABEL, SANDBOX_HOME, WORKSPACE, Engine, SandboxSpec
+from workers.sandbox.engine import DEPLOYMENT_LABEL, SANDBOX_HOME, WORKSPACE, Engine, SandboxSpec
 from workers.sandbox.pooled import RunnerPool
 from workers.sandbox.protocol import Run, RunResult, Write
 from workers.sandbox.sandbox import Sandbox

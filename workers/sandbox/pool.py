@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
 from core.defaults import POOL_IDLE_DRAIN_S
-from workers.sandbox.docker import POOL_LABEL, Container, Engine, SandboxError, SandboxSpec
+from workers.sandbox.engine import POOL_LABEL, Container, Engine, SandboxError, SandboxSpec
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from workers.sandbox.docker import (
+from workers.sandbox.engine import (
     FRAME_HEADER,
     POOL_LABEL,
     POOLED_SERVER_MB,

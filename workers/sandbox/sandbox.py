@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from proctor.models import Verdict
 from workers.sandbox import protocol
-from workers.sandbox.docker import (
+from workers.sandbox.engine import (
     Container,
     ContainerStopped,
     Engine,

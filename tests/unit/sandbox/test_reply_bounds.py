@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proctor.models import Verdict
-from workers.sandbox.docker import Container, ExecResult, SandboxError, SandboxSpec, Usage
+from workers.sandbox.engine import Container, ExecResult, SandboxError, SandboxSpec, Usage
 from workers.sandbox.pooled import PooledRunner, PooledSandbox, ReplyTooLarge
 from workers.sandbox.protocol import Program, Reply, Run, RunResult, clip
 from workers.sandbox.sandbox import (

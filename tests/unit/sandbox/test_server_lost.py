@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from proctor.models import Verdict
-from workers.sandbox.docker import POOLED_SERVER_MB, Container, SandboxError, SandboxSpec, Usage
+from workers.sandbox.engine import POOLED_SERVER_MB, Container, SandboxError, SandboxSpec, Usage
 from workers.sandbox.pooled import PooledRunner, PooledSandbox
 from workers.sandbox.sandbox import RunnerBroken
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from core.defaults import MAX_EPISODE_S
 from tests.unit.workers.janitors import janitor_of
-from workers.sandbox.docker import DEPLOYMENT_LABEL, WORKER_LABEL
+from workers.sandbox.engine import DEPLOYMENT_LABEL, WORKER_LABEL
 
 
 class Engine:
