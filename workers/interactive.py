@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from anticheat.git.sanitize import bundle_script, sanitize_script
-from core.results import infra_failure
+from core.endings import infra_failure
 from core.store import EpisodeRecord, SandboxState
 from proctor.models import (
     Action,
@@ -121,7 +121,7 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
         return None
     spec = rt.spec_for(task)
     acquired = time.monotonic()
-    container, warm = rt.pool.acquire(spec)
+    container, warm = rt.warm_pool.acquire(spec)
     sandbox = Sandbox(rt.engine, container, episode_id=record.id)
     keep_container = False
     try:
@@ -166,7 +166,7 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
         return infra_failure(record, f"the task could not be prepared: {exc}")
     finally:
         if not keep_container:
-            rt.pool.discard(container)
+            rt.warm_pool.discard(container)
 
 
 def _sandbox(rt: Runtime, record: EpisodeRecord) -> Sandbox:

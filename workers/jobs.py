@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from core.results import infra_failure
+from core.endings import infra_failure
 from core.store import EpisodeRecord
 from proctor.models import EpisodeMode, EpisodeResult
 from workers import capacity, runtime

@@ -59,8 +59,8 @@ from workers.honeypot import Honeypot
 from workers.janitor import Janitor, worker_name
 from workers.sandbox.checks import pick_runtime, verify_protections
 from workers.sandbox.engine import Engine, SandboxError
-from workers.sandbox.pool import WarmPool
-from workers.sandbox.pooled import RunnerPool
+from workers.sandbox.server_sandboxes import RunnerPool
+from workers.sandbox.warm_pool import WarmPool
 
 log = logging.getLogger(__name__)
 
@@ -365,32 +365,42 @@ def serve(
     # registered before any pooled sandbox starts, which is then given them once instead of
     # in every request (`protocol.share`)
     importlib.import_module(RUN_EPISODE.rpartition(".")[0])
-    pool = WarmPool(engine, size=settings.pool_size)
-    runners = (
+    warm_pool = WarmPool(engine, size=settings.pool_size)
+    pooled_sandboxes = (
         RunnerPool(engine, episodes=settings.pooled_episodes)
         if settings.isolation == "pooled"
         else None
     )
     # fresh containers, each with its server started, for one one-shot episode each
-    served = RunnerPool(engine, episodes=1, size=settings.pool_size)
+    one_shot_servers = RunnerPool(engine, episodes=1, size=settings.pool_size)
     honeypot = start_honeypot(settings, engine, store=store, worker=worker)
     guard = Guard(store, judge=make_judge(settings, store), honeypot=honeypot)
     rt = runtime.Runtime(
-        settings, client, store, engine, pool, worker, guard, runners=runners, served=served
+        settings,
+        client,
+        store,
+        engine,
+        warm_pool,
+        worker,
+        guard,
+        pooled_sandboxes=pooled_sandboxes,
+        one_shot_servers=one_shot_servers,
     )
     runtime.install(rt)
-    pool.prewarm(rt.spec_for(_default_task()))
+    warm_pool.prewarm(rt.spec_for(_default_task()))
     for task in _warm_tasks(settings):
-        if runners is None:
-            served.prewarm(rt.spec_for(task, server=True))
+        if pooled_sandboxes is None:
+            one_shot_servers.prewarm(rt.spec_for(task, server=True))
         else:
-            runners.prewarm(rt.spec_for(task, pooled=True))
+            pooled_sandboxes.prewarm(rt.spec_for(task, pooled=True))
     janitor = Janitor(
         store,
         worker=worker,
         host=settings.host_id,
         engine=engine,
-        pools=[pool, served] if runners is None else [pool, served, runners],
+        pools=[warm_pool, one_shot_servers]
+        if pooled_sandboxes is None
+        else [warm_pool, one_shot_servers, pooled_sandboxes],
         heartbeat_s=settings.heartbeat_s,
         heartbeat_ttl_s=settings.heartbeat_ttl_s,
         sweep_s=settings.reaper_interval_s,
@@ -411,10 +421,10 @@ def serve(
         work(client, settings.redis_url, queues, worker, burst=burst)
     finally:
         janitor.stop()
-        pool.close()
-        served.close()
-        if runners is not None:
-            runners.close()
+        warm_pool.close()
+        one_shot_servers.close()
+        if pooled_sandboxes is not None:
+            pooled_sandboxes.close()
         engine.release_networks()
         try:
             store.forget_worker(worker)

@@ -24,8 +24,8 @@ from rq import Queue
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
+from core.endings import infra_failure, timed_out
 from core.queues import QUEUE_NAME
-from core.results import infra_failure, timed_out
 from core.store import EpisodeRecord, EpisodeStore, EpisodeSummary
 from proctor.models import EpisodeStatus
 

@@ -260,8 +260,8 @@ class RunnerBroken(Exception):
 
 
 class Sandbox:
-    # whether a root server runs its programs (`pooled.PooledSandbox`): only one can start a
-    # process as a uid other than the episode's (a split run's grader)
+    # whether a root server runs its programs (`server_sandboxes.PooledSandbox`): only one
+    # can start a process as a uid other than the episode's (a split run's grader)
     root_server: ClassVar[bool] = False
 
     def __init__(self, engine: Engine, container: Container, *, episode_id: str) -> None:

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from workers.sandbox.engine import FRAME_HEADER, Attached
-from workers.sandbox.pooled import ServerGone, ServerStream
 from workers.sandbox.protocol import Program, Reply, Results, Sent, SentResult
+from workers.sandbox.server_sandboxes import ServerGone, ServerStream
 
 
 def frame(kind: int, payload: bytes) -> bytes:

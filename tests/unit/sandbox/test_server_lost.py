@@ -12,8 +12,8 @@ import pytest
 
 from proctor.models import Verdict
 from workers.sandbox.engine import POOLED_SERVER_MB, Container, SandboxError, SandboxSpec, Usage
-from workers.sandbox.pooled import PooledRunner, PooledSandbox
 from workers.sandbox.sandbox import RunnerBroken
+from workers.sandbox.server_sandboxes import PooledRunner, PooledSandbox
 
 LIMIT = 288 << 20
 

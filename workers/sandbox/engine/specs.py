@@ -25,7 +25,7 @@ class SandboxSpec:
     user: str = "1000:1000"
     runtime: str | None = None
     # its main process is a root server that runs each episode as a uid of its own
-    # (`pooled.py`): a one-shot episode's program is a line to it, not a `docker exec`
+    # (`server_sandboxes.py`): a one-shot episode's program is a line to it, not a `docker exec`
     server: bool = False
     # a long-lived sandbox whose server serves many episodes (a server's, then)
     pooled: bool = False

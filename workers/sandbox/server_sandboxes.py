@@ -39,7 +39,6 @@ from workers.sandbox.engine import (
     Usage,
     oom_kill_count,
 )
-from workers.sandbox.pool import StartedPool
 from workers.sandbox.protocol import (
     EXIT_NO_MEMORY,
     SHARED_FILES,
@@ -58,6 +57,7 @@ from workers.sandbox.sandbox import (
     Sandbox,
     runner_input,
 )
+from workers.sandbox.warm_pool import StartedPool
 
 log = logging.getLogger(__name__)
 

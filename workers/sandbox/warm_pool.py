@@ -6,7 +6,8 @@ in the background after every take, and drained when unused for a while, so a ru
 unusual limits does not keep sandboxes around forever.
 
 `StartedPool` is that mechanism; `WarmPool` holds fresh containers, each used once, and
-`pooled.RunnerPool` holds pooled sandboxes, each serving many episodes.
+`server_sandboxes.RunnerPool` holds sandboxes whose root server runs the episodes (a
+pooled one serves many episodes, a one-shot server one).
 """
 
 from __future__ import annotations
