@@ -75,6 +75,11 @@ def dedup(digest: str) -> str:
     return f"{PREFIX}dedup:{digest}"
 
 
+def repo(digest: str) -> str:
+    """A sealed repository (an upload's, or one read out of a task image), by its reference."""
+    return f"{PREFIX}repo:{digest}"
+
+
 def reply(token: str) -> str:
     """Where a worker pushes its answer to one request the API blocks on."""
     return f"{PREFIX}reply:{token}"
