@@ -21,12 +21,12 @@ from typing import BinaryIO
 
 from anticheat.git.seal import MAX_UNPACKED_BYTES, SealRefused, Source
 
-__all__ = ["MAX_RATIO", "Spool", "UploadTooLarge"]
+__all__ = ["MAX_RATIO", "PIECE", "RATIO_SLACK", "READ", "Spool", "UploadTooLarge"]
 
 MAX_RATIO = 100  # source trees gzip ~5-10x, git packs ~1x: past this, a bomb
-RATIO_SLACK = 4 << 20  # what a small archive may unpack to whatever its ratio
-PIECE = 1 << 20  # output inflated per step, so the checks run between steps
-READ = 1 << 16
+RATIO_SLACK = 1 << 20  # what a small archive may unpack to whatever its ratio
+PIECE = 1 << 18  # output inflated per step, so the checks run between steps
+READ = 1 << 14  # input read per step: a bomb's first read may unpack to MAX_RATIO times it
 _GZIP = b"\x1f\x8b"
 _BUNDLES = (b"# v2 git bundle\n", b"# v3 git bundle\n")
 _OTHER_COMPRESSIONS = {b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}

@@ -22,7 +22,7 @@ import redis
 
 from tests.conftest import claimed_database, running_service
 from tests.unit.anticheat.git.test_seal import full_clone
-from tests.unit.anticheat.git.zoo import Upstream, git, scan, upstream
+from tests.unit.anticheat.git.zoo import Upstream, scan, upstream
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -99,7 +99,9 @@ def test_the_baked_repository_is_sealed_cached_and_graded(
     url, redis_url, up = baked
     future = up.future_objects()
     with httpx.Client(base_url=url, timeout=180) as http:
-        created = http.post("/v1/episodes", json=_task({"path": "/testbed", "base_commit": up.base}))
+        created = http.post(
+            "/v1/episodes", json=_task({"path": "/testbed", "base_commit": up.base})
+        )
         assert created.status_code == 201, created.text
         episode = created.json()["id"]
         assert created.json()["status"] == "running", created.json()

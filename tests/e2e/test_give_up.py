@@ -32,9 +32,7 @@ def test_give_up_ends_the_episode_ungraded(http: httpx.Client, reward: float | N
     created = http.post("/v1/episodes", json={"mode": "interactive", "task": _task(**policy)})
     assert created.status_code == 201, created.text
     episode = created.json()["id"]
-    step = http.post(
-        f"/v1/episodes/{episode}/actions", json={"type": "bash", "command": "echo hi"}
-    )
+    step = http.post(f"/v1/episodes/{episode}/actions", json={"type": "bash", "command": "echo hi"})
     assert step.status_code == 200, step.text
     answer = http.post(
         f"/v1/episodes/{episode}/actions",
@@ -64,7 +62,7 @@ def test_a_one_shot_solution_cannot_give_up(http: httpx.Client) -> None:
 def test_env_gives_up(service_url: str) -> None:
     with Env(service_url) as env:
         env.reset(_task(give_up_reward=0.5))
-        observation, done, info = env.step({"type": "give_up", "reason": "impossible"})
+        _, done, info = env.step({"type": "give_up", "reason": "impossible"})
         assert done and info["result"].verdict == "gave_up", info
         assert env.close().reward == 0.5
         env.reset(_task())

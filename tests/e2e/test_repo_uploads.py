@@ -111,9 +111,7 @@ class _Counting(httpx.HTTPTransport):
         return super().handle_request(request)
 
 
-def test_the_sdk_uploads_each_distinct_repository_once(
-    service_url: str, tmp_path: Path
-) -> None:
+def test_the_sdk_uploads_each_distinct_repository_once(service_url: str, tmp_path: Path) -> None:
     up = upstream(tmp_path)
     archive = base64.b64encode(_targz(full_clone(up, tmp_path))).decode()
     task = TaskSpec(
