@@ -80,6 +80,11 @@ def repo(digest: str) -> str:
     return f"{PREFIX}repo:{digest}"
 
 
+def repo_sealing(digest: str) -> str:
+    """Held by the worker sealing a repository read out of an image (one at a time)."""
+    return f"{PREFIX}repo-sealing:{digest}"
+
+
 def reply(token: str) -> str:
     """Where a worker pushes its answer to one request the API blocks on."""
     return f"{PREFIX}reply:{token}"

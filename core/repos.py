@@ -87,6 +87,19 @@ class RepoStore:
             return None
         return RepoInfo(base_commit=base.decode(), branch=branch.decode(), size=int(size))
 
+    def claim_sealing(self, ref: str, *, hold_s: int) -> bool:
+        """Whether the caller is the one to seal `ref` now (others wait for it to be kept);
+        the claim lapses after `hold_s`, should its holder die."""
+        key = keys.repo_sealing(ref.removeprefix("sha256:"))
+        return bool(self.redis.set(key, "1", nx=True, ex=hold_s))
+
+    def sealing(self, ref: str) -> bool:
+        """Whether a worker holds the claim to seal `ref`."""
+        return bool(self.redis.exists(keys.repo_sealing(ref.removeprefix("sha256:"))))
+
+    def release_sealing(self, ref: str) -> None:
+        self.redis.delete(keys.repo_sealing(ref.removeprefix("sha256:")))
+
     def get(self, ref: str) -> SealedRepo | None:
         """The kept repository, its life renewed; None: unknown or expired."""
         key = self._key(ref)

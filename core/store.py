@@ -30,6 +30,8 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
     repo:{sha256}         hash: a sealed repository, archive (tar.gz), base,   repo()
                           branch (expires after PROCTOR_REPO_TTL_S, renewed
                           by each use; core/repos.py)
+    repo-sealing:{sha256} string: held while a worker seals a repository     repo_sealing()
+                          read out of an image; the others wait for repo:
     reply:{token}         list: a worker's answer to one request the API       reply()
                           blocks on, JSON {status, body, message}
     acting:{id}           string: held while an interactive action runs        acting()

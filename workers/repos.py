@@ -24,6 +24,7 @@ import logging
 import posixpath
 import shlex
 import tempfile
+import time
 from pathlib import Path
 
 from anticheat.git.seal import (
@@ -41,6 +42,9 @@ from workers.sandbox.docker import WORKSPACE, PathTooLarge, SandboxError
 log = logging.getLogger(__name__)
 
 __all__ = ["RepoUnusable", "link_script", "sealed_repo"]
+
+SEAL_WAIT_S = 600  # the longest a worker waits for another to seal a repository
+SEAL_POLL_S = 0.25
 
 
 class RepoUnusable(Exception):
@@ -84,9 +88,34 @@ def _baked(rt: Runtime, task: TaskSpec, repo: RepoSnapshot, *, episode_id: str) 
     image = rt.spec_for(task).image
     ref = baked_ref(rt.engine.image_digest(image), repo.path, repo.base_commit)
     store = repo_store(rt)
-    kept = store.get(ref)
-    if kept is not None:
-        return _snapshot(kept)
+    deadline = time.monotonic() + SEAL_WAIT_S
+    while (kept := store.get(ref)) is None:
+        if store.claim_sealing(ref, hold_s=SEAL_WAIT_S):
+            try:
+                return _seal_baked(rt, task, repo, image, ref, store, episode_id=episode_id)
+            finally:
+                store.release_sealing(ref)
+        if time.monotonic() > deadline:  # its holder is stuck: seal it here too
+            return _seal_baked(rt, task, repo, image, ref, store, episode_id=episode_id)
+        # another worker is sealing it (a batch samples a task many times at once)
+        while store.describe(ref) is None and time.monotonic() < deadline:
+            if not store.sealing(ref):
+                break  # it gave up (its episode failed): claim it in turn
+            time.sleep(SEAL_POLL_S)
+    return _snapshot(kept)
+
+
+def _seal_baked(
+    rt: Runtime,
+    task: TaskSpec,
+    repo: RepoSnapshot,
+    image: str,
+    ref: str,
+    store: RepoStore,
+    *,
+    episode_id: str,
+) -> RepoSnapshot:
+    assert repo.path is not None
     with tempfile.TemporaryDirectory(prefix="proctor-baked-") as tmp:
         tar = Path(tmp) / "path.tar"
         try:
@@ -110,10 +139,12 @@ def _baked(rt: Runtime, task: TaskSpec, repo: RepoSnapshot, *, episode_id: str) 
     archive = base64.b64decode(sealed.archive)
     kept_now = store.put(ref, SealedRepo(archive, sealed.base_commit, sealed.branch))
     log.info(
-        "episode %s: sealed %s of %s (%d KiB)%s",
+        "episode %s: sealed %s of %s at %s as %s (%d KiB)%s",
         episode_id,
         repo.path,
         image,
+        sealed.base_commit,
+        ref,
         len(archive) >> 10,
         "" if kept_now else ", over PROCTOR_REPO_MAX_MB: not kept",
     )

@@ -22,7 +22,7 @@ import redis
 
 from tests.conftest import claimed_database, running_service
 from tests.unit.anticheat.git.test_seal import full_clone
-from tests.unit.anticheat.git.zoo import Upstream, scan, upstream
+from tests.unit.anticheat.git.zoo import Upstream, git, scan, upstream
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -33,12 +33,20 @@ FIX = "def f():\n    return 42\n"
 
 @pytest.fixture(scope="module")
 def baked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Upstream]]:
-    """(service url, redis url, upstream): a deployment of its own serving an image with a
-    full clone at /testbed (tags, stash, notes, replace refs, reflogs, ORIG_HEAD, an
-    untracked copy of the fix) and a plain directory at /notrepo."""
+    """(service url, redis url, upstream); its log is `service.log` beside the upstream.
+    A deployment of its own serving an image with a full clone at /testbed (tags, stash,
+    notes, replace refs, reflogs, packed refs, ORIG_HEAD, FETCH_HEAD, a linked worktree,
+    the index at a later blob, an untracked copy of the fix) and a plain directory at
+    /notrepo."""
     root = tmp_path_factory.mktemp("baked")
     up = upstream(root)
     work = full_clone(up, root)
+    # and more of what an image's build leaves: a linked worktree at the fix, the index
+    # pointing at a later blob, a FETCH_HEAD
+    git(work, "worktree", "add", "-q", str(root / "fix-worktree"), up.future)
+    (work / "lib.py").write_text("def f():\n    return 42  # FUTURE-FIX staged\n")
+    git(work, "add", "lib.py")
+    git(work, "fetch", "-q", "origin")
     context = root / "context"
     context.mkdir()
     work.rename(context / "testbed")
@@ -171,3 +179,26 @@ def test_a_path_under_the_sandbox_own_mounts_is_refused_at_submission(
         f"{url}/v1/episodes", json=_task({"path": "/workspace/x", "base_commit": up.base})
     )
     assert answer.status_code == 422, answer.text
+
+
+def test_a_batch_of_one_task_seals_its_repository_once(baked: tuple[str, str, Upstream]) -> None:
+    """Four episodes at the same new base, opened at once: one worker seals, the others wait
+    for its sealed copy (the service runs two worker processes)."""
+    url, _, up = baked
+    old = git(up.path, "rev-parse", f"{up.base}~1")
+    body = _task({"path": "/testbed", "base_commit": old})
+    with httpx.Client(base_url=url, timeout=180) as http:
+        answer = http.post("/v1/episodes/batch", json={"episodes": [body] * 4})
+        assert answer.status_code in (200, 201, 202), answer.text
+        ids = answer.json()["ids"]
+        for episode in ids:
+            seen = http.get(f"/v1/episodes/{episode}", params={"wait": 5})
+            deadline = 120.0
+            while seen.json()["status"] in ("queued", "starting") and deadline > 0:
+                seen = http.get(f"/v1/episodes/{episode}", params={"wait": 5})
+                deadline -= 5
+            assert seen.json()["status"] == "running", seen.json()
+            assert _bash(http, episode, "git rev-parse HEAD")["output"] == old + "\n"
+            http.delete(f"/v1/episodes/{episode}")
+    log = (up.path.parent / "service.log").read_text()
+    assert log.count(f"at {old} as sha256:") == 1, log[-3000:]
