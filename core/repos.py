@@ -58,10 +58,15 @@ class RepoStore:
         return keys.repo(ref.removeprefix("sha256:"))
 
     def put(self, ref: str, sealed: SealedRepo) -> bool:
-        """Keep `sealed` under `ref`; False when it is over the size cap (not kept)."""
-        if len(sealed.archive) > self.max_bytes:
-            return False
+        """Keep `sealed` under `ref`; False when it is over the size cap: then only that is
+        kept (`oversize`), so workers waiting for it seal their own copies at once."""
         key = self._key(ref)
+        if len(sealed.archive) > self.max_bytes:
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.hset(key, "oversize", len(sealed.archive))
+            pipe.expire(key, self.ttl_s)
+            pipe.execute()
+            return False
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(
             key,
@@ -83,9 +88,13 @@ class RepoStore:
         pipe.hstrlen(key, "archive")
         pipe.expire(key, self.ttl_s)
         (base, branch), size, _ = pipe.execute()
-        if base is None or branch is None:
+        if base is None or branch is None or not size:
             return None
         return RepoInfo(base_commit=base.decode(), branch=branch.decode(), size=int(size))
+
+    def oversize(self, ref: str) -> bool:
+        """Whether `ref` was sealed and found over the size cap (so it is never kept)."""
+        return bool(self.redis.hexists(self._key(ref), "oversize"))
 
     def claim_sealing(self, ref: str, *, hold_s: int) -> bool:
         """Whether the caller is the one to seal `ref` now (others wait for it to be kept);

@@ -90,6 +90,8 @@ def _baked(rt: Runtime, task: TaskSpec, repo: RepoSnapshot, *, episode_id: str) 
     store = repo_store(rt)
     deadline = time.monotonic() + SEAL_WAIT_S
     while (kept := store.get(ref)) is None:
+        if store.oversize(ref):  # never kept: each episode seals its own, at once
+            return _seal_baked(rt, task, repo, image, ref, store, episode_id=episode_id)
         if store.claim_sealing(ref, hold_s=SEAL_WAIT_S):
             try:
                 return _seal_baked(rt, task, repo, image, ref, store, episode_id=episode_id)
@@ -99,7 +101,7 @@ def _baked(rt: Runtime, task: TaskSpec, repo: RepoSnapshot, *, episode_id: str) 
             return _seal_baked(rt, task, repo, image, ref, store, episode_id=episode_id)
         # another worker is sealing it (a batch samples a task many times at once)
         while store.describe(ref) is None and time.monotonic() < deadline:
-            if not store.sealing(ref):
+            if not store.sealing(ref) or store.oversize(ref):
                 break  # it gave up (its episode failed): claim it in turn
             time.sleep(SEAL_POLL_S)
     return _snapshot(kept)
