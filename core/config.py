@@ -68,6 +68,12 @@ class Settings(BaseSettings):
     dedup_ttl_s: int = Field(
         defaults.DEDUP_TTL_S, description="identical one-shot requests share an episode"
     )
+    repo_ttl_s: int = Field(
+        defaults.REPO_TTL_S, gt=0, description="a sealed repository outlives its last use"
+    )
+    repo_max_mb: int = Field(
+        defaults.REPO_MAX_MB, gt=0, description="largest repository upload and sealed copy"
+    )
     sink_dir: Path | None = Field(
         None, description="the durable sink's directory (core/sink.py); unset: no sink"
     )

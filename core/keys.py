@@ -75,6 +75,16 @@ def dedup(digest: str) -> str:
     return f"{PREFIX}dedup:{digest}"
 
 
+def repo(digest: str) -> str:
+    """A sealed repository (an upload's, or one read out of a task image), by its reference."""
+    return f"{PREFIX}repo:{digest}"
+
+
+def repo_sealing(digest: str) -> str:
+    """Held by the worker sealing a repository read out of an image (one at a time)."""
+    return f"{PREFIX}repo-sealing:{digest}"
+
+
 def reply(token: str) -> str:
     """Where a worker pushes its answer to one request the API blocks on."""
     return f"{PREFIX}reply:{token}"

@@ -27,6 +27,11 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
                           (expires after PROCTOR_DEDUP_TTL_S)
     events                pub/sub: an episode id when it ends, and when an     EVENTS
                           interactive one's sandbox is ready (what waits wait for)
+    repo:{sha256}         hash: a sealed repository, archive (tar.gz), base,   repo()
+                          branch (expires after PROCTOR_REPO_TTL_S, renewed
+                          by each use; core/repos.py)
+    repo-sealing:{sha256} string: held while a worker seals a repository     repo_sealing()
+                          read out of an image; the others wait for repo:
     reply:{token}         list: a worker's answer to one request the API       reply()
                           blocks on, JSON {status, body, message}
     acting:{id}           string: held while an interactive action runs        acting()

@@ -28,6 +28,7 @@ from proctor.models import (
 from service.admission import admit
 from service.deps import Resources
 from service.errors import BadRequest, Conflict, NotFound, ServiceUnavailable
+from service.repos import resolve_ref
 
 
 def validate_request(resources: Resources, request: EpisodeCreate) -> None:
@@ -42,9 +43,11 @@ def validate_request(resources: Resources, request: EpisodeCreate) -> None:
 
 def seal_repository(request: EpisodeCreate) -> EpisodeCreate:
     """The request with its repository sealed (only the base commit's past, rebuilt): what
-    the sandbox unpacks. An upload that cannot be sealed is refused (422) with the reason."""
+    the sandbox unpacks. An upload that cannot be sealed is refused (422) with the reason.
+    One named by `ref` was sealed at its upload (`service.repos`); one baked into the image
+    (`path`) is sealed by the worker (`workers.repos`)."""
     repo = request.task.repo
-    if repo is None:
+    if repo is None or (repo.archive is None and repo.bundle is None):
         return request
     try:
         sealed = seal(repo)
@@ -211,6 +214,7 @@ async def submit(resources: Resources, requests: Sequence[EpisodeCreate]) -> lis
         if any(r.task.repo is not None for r in requests):  # else sealing changes nothing
             resources.queue.leave()  # sealing takes a while: not in an intake lane
             requests = [await to_thread.run_sync(seal_repository, r) for r in requests]
+            requests = [await to_thread.run_sync(resolve_ref, resources, r) for r in requests]
         return await to_thread.run_sync(_store_and_enqueue, resources, requests)
     finally:
         resources.queue.leave()  # its intake lane and probe go to the next request

@@ -98,6 +98,7 @@ class Runtime:
             runtime=self.settings.runtime,
             server=server,
             pooled=pooled,
+            cover=task.repo.path if task.repo is not None and not (server or pooled) else None,
         )
 
 

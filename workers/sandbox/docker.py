@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, BinaryIO
 
 import docker
 import requests
@@ -149,6 +149,11 @@ class ExecStreamBroken(SandboxError):
     pass
 
 
+class PathTooLarge(SandboxError):
+    """A path read out of an image is over the size asked for (the task's, not ours:
+    `workers/repos.py` says so in the episode's result)."""
+
+
 class ContainerStopped(SandboxError):
     """An exec into a sandbox that is not running (409): why it stopped is the evidence
     (its init killed for lack of memory, most often), read with `Engine.usage`."""
@@ -172,6 +177,9 @@ class SandboxSpec:
     server: bool = False
     # a long-lived sandbox whose server serves many episodes (a server's, then)
     pooled: bool = False
+    # a path of the image the sandbox covers with an empty tmpfs of its own: a repository
+    # baked there, whose unsealed history must not be readable (workers/repos.py)
+    cover: str | None = None
 
     @property
     def served(self) -> bool:
@@ -357,6 +365,42 @@ class Engine:
             self._digests[image] = digest
         return digest
 
+    def read_path(self, image: str, path: str, into: BinaryIO, *, max_bytes: int) -> bool:
+        """Write a tar of `path` in `image` to `into`, read from a container that is created
+        and never started (nothing of the image runs); False when the image has no such
+        path. Over `max_bytes`: PathTooLarge."""
+        try:
+            created = self.api.create_container(
+                image,
+                command=["/proctor-never-started"],
+                entrypoint=[],
+                labels={
+                    MANAGED_LABEL: "1",
+                    WORKER_LABEL: self.worker,
+                    HOST_LABEL: self.host,
+                    DEPLOYMENT_LABEL: self.deployment,
+                },
+                network_disabled=True,
+            )
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"create a reader of {image}") from exc
+        container_id = str(created["Id"])
+        try:
+            stream, _ = self.api.get_archive(container_id, path)
+            written = 0
+            for chunk in stream:
+                written += len(chunk)
+                if written > max_bytes:
+                    raise PathTooLarge(f"{path} in {image} is over {max_bytes >> 20} MiB")
+                into.write(chunk)
+            return True
+        except NotFound:
+            return False
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"read {path} out of {image}") from exc
+        finally:
+            self._remove_container(container_id)
+
     # ------------------------------------------------------------------ containers
 
     def create(
@@ -415,6 +459,11 @@ class Engine:
                 WORKSPACE: f"{tmpfs_opts},uid={uid},gid={gid or uid},mode=0755",
                 SANDBOX_HOME: f"{tmpfs_opts},uid={uid},gid={gid or uid},mode=0755",
                 "/tmp": f"{tmpfs_opts},mode=1777",
+                **(
+                    {spec.cover: f"rw,nosuid,nodev,size=16m,uid={uid},gid={gid or uid},mode=0755"}
+                    if spec.cover
+                    else {}
+                ),
             },
             ulimits=[docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
