@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 
-from core.results import infra_failure
+from core.results import infra_failure, task_error
 from core.store import EpisodeRecord
 from proctor.models import EpisodeMode, EpisodeResult
 from workers import capacity, runtime
 from workers.grading_tail import until_redis_answers, write_result
 from workers.oneshot import run_oneshot
-from workers.sandbox.docker import SandboxError
+from workers.sandbox.docker import ImageNotInRegistry, SandboxError
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,9 @@ def _run_episode(rt: runtime.Runtime, episode_id: str) -> str:
         return record.status.value
     try:
         result = _reserved_run(rt, record)
+    except ImageNotInRegistry as exc:
+        log.warning("episode %s: task error: %s", episode_id, exc)
+        result = task_error(record, str(exc))
     except SandboxError as exc:
         log.error("episode %s: infrastructure error: %s", episode_id, exc)
         result = infra_failure(record, str(exc))
