@@ -136,7 +136,8 @@ class StallingProxy:
         self.host = f"127.0.0.1:{self._server.getsockname()[1]}"
         self._held: list[socket.socket] = []
         self._closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+        self._acceptor.start()
 
     def _accept(self) -> None:
         while not self._closed:
@@ -166,7 +167,10 @@ class StallingProxy:
 
     def close(self) -> None:
         self._closed = True
+        with suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept
         self._server.close()
+        self._acceptor.join(10)
         for conn in self._held:
             conn.close()
 

@@ -90,7 +90,7 @@ def with_suppressed_remove(client: docker.DockerClient, ref: str) -> None:
 @pytest.fixture
 def engine() -> Iterator[Engine]:
     deployment = f"test-{uuid.uuid4().hex[:8]}"
-    engine = Engine(worker="hostile-test", host="test", deployment=deployment)
+    engine = Engine(worker="hostile-test", host="test", deployment=deployment, holder_image=BASE)
     yield engine
     engine.release_networks()
     client = docker.from_env()
@@ -134,6 +134,11 @@ def test_a_hostile_image_by_reference_runs_contained(engine: Engine, hostile_ref
         assert not [m for m in info["Mounts"] if m.get("Type") == "volume"], info["Mounts"]
         assert info["HostConfig"]["ReadonlyRootfs"] is True
         assert info["HostConfig"]["CapDrop"] == ["ALL"]
+        # the network holder it joined (which outlives it, for sandboxes of other images)
+        # is of the deployment's own image, never the task's
+        holder = engine.network_owner(container.id)
+        assert holder["Id"] != container.id
+        assert holder["Config"]["Image"] == BASE
         assert_contained(probe(Sandbox(engine, container, episode_id=uuid.uuid4().hex)))
     finally:
         engine.remove(container.id)

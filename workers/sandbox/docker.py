@@ -321,7 +321,13 @@ class Engine:
     """One per process: a Docker client plus the calls sandboxes need."""
 
     def __init__(
-        self, *, worker: str, host: str, deployment: str, base_url: str | None = None
+        self,
+        *,
+        worker: str,
+        host: str,
+        deployment: str,
+        base_url: str | None = None,
+        holder_image: str | None = None,
     ) -> None:
         try:
             if base_url:
@@ -334,6 +340,10 @@ class Engine:
         self.worker = worker
         self.host = host
         self.deployment = deployment
+        # What network holders are made from: one of the deployment's own images, never a
+        # task's (a holder outlives its sandbox and serves the next ones, of any image).
+        # None: the sandbox's image (a deployment that serves only its own images).
+        self.holder_image = holder_image
         self._digests: dict[str, str] = {}
         self._configs: dict[str, dict[str, Any]] = {}  # image → its `Config` (`untrusted`)
         self._lock = threading.Lock()
@@ -832,8 +842,9 @@ class Engine:
         holder_id, ip = "", None
         try:
             created = self.api.create_container(
-                spec.image,
-                command=["sleep", "infinity"],
+                self.holder_image or spec.image,
+                entrypoint=["sleep"],
+                command=["infinity"],
                 user="0:0",  # out of reach of the sandbox user, in a pid namespace of its own
                 name=name,
                 hostname="sandbox",

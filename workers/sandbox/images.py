@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 WAIT_STEP_S = 0.25  # how often a waiting worker looks whether the pull ended
 LOCK_MARGIN_S = 30.0  # the lock outlives its holder's bound by this (then it expires)
+# an image used this recently is never removed: another process of the host may have
+# pulled or found it a moment ago and not have made its sandbox yet
+EVICT_GRACE_S = 120.0
 GB = 1 << 30
 
 _RELEASE = """
@@ -49,6 +52,7 @@ class TaskImages:
         keep: Iterable[str],
         timeout_s: float,
         budget_gb: float,
+        grace_s: float = EVICT_GRACE_S,
     ) -> None:
         self.engine = engine
         self.redis = client
@@ -56,6 +60,7 @@ class TaskImages:
         self.keep = frozenset(keep)
         self.timeout_s = timeout_s
         self.budget_bytes = int(budget_gb * GB)
+        self.grace_s = grace_s
 
     def ensure(self, image: str) -> bool:
         """Make `image` present on this host (True: it was pulled for this call); raises
@@ -82,7 +87,7 @@ class TaskImages:
                 finally:
                     self.redis.eval(_RELEASE, 1, lock, token)
                 self.touch(image)
-                self.evict()
+                self.evict(spare=image)
                 return True
             time.sleep(WAIT_STEP_S)
 
@@ -105,13 +110,15 @@ class TaskImages:
         """How many times `image` was pulled on this host."""
         return int(self.redis.hget(keys.image_pulls(self.host), image) or 0)
 
-    def evict(self) -> list[str]:
-        """Remove the least recently used pulled images until the rest fit the budget;
-        the removed ones, oldest first."""
+    def evict(self, *, spare: str = "") -> list[str]:
+        """Remove the least recently used pulled images until the rest fit the budget
+        (never `spare`, the image just pulled for an episode); the removed ones, oldest
+        first."""
         used = keys.images_used(self.host)
-        line = [
-            m.decode() if isinstance(m, bytes) else str(m) for m in self.redis.zrange(used, 0, -1)
-        ]
+        entries = self.redis.zrange(used, 0, -1, withscores=True)
+        line = [m.decode() if isinstance(m, bytes) else str(m) for m, _ in entries]
+        recent = time.time() - self.grace_s
+        fresh = {name for name, (_, at) in zip(line, entries, strict=True) if at > recent}
         sizes: dict[str, tuple[str, int]] = {}  # reference → (image id, size)
         for image in line:
             info = self.engine.image_info(image)
@@ -134,7 +141,7 @@ class TaskImages:
         for image in line:  # oldest first
             if total <= self.budget_bytes:
                 break
-            if image not in sizes or image in self.keep:
+            if image not in sizes or image in self.keep or image == spare or image in fresh:
                 continue
             image_id, _ = sizes[image]
             if image_id in kept_ids or image_id in in_use:
