@@ -56,15 +56,20 @@ class ImageCheck:
         return {name for name, until in self._runnable_until.items() if until > now}
 
 
-def check_reference(settings: Settings, store: EpisodeStore, image: str) -> None:
-    """Refuse (422) a reference outside the deployment's patterns, or one whose registry
-    told a worker lately that it does not exist (`core.task_images`)."""
+def check_allowed(settings: Settings, image: str) -> None:
+    """Refuse (422) a reference outside the deployment's patterns."""
     patterns = settings.image_allow
     if not allowed(image, patterns):
         offered = ", ".join(patterns) if patterns else "none (PROCTOR_IMAGE_ALLOW is empty)"
         raise BadRequest(
             f"image reference {image!r} is not allowed here; allowed patterns: {offered}"
         )
+
+
+def check_reference(settings: Settings, store: EpisodeStore, image: str) -> None:
+    """Refuse (422) a reference outside the deployment's patterns, or one whose registry
+    told a worker lately that it does not exist (`core.task_images`)."""
+    check_allowed(settings, image)
     why = missing_reason(store.redis, image)
     if why is not None:
         raise ImageNotFound(f"image {image!r} does not exist: {why[:1000]}")

@@ -125,3 +125,10 @@ def finish_episode(episode_id: str, reply_key: str | None = None) -> None:
         if status is None or status.terminal:  # a finish refused (409) leaves it running
             capacity.release(rt.store, rt.host, episode_id)
         rt.busy.discard(episode_id)
+
+
+def prefetch_images(prefetch_id: str) -> None:
+    """Pull a prefetch's images on this host (a job of the host's own queue)."""
+    from workers.prefetch import prefetch_on_host
+
+    prefetch_on_host(runtime.current(), prefetch_id)

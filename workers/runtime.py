@@ -48,8 +48,12 @@ class Runtime:
         as it is, pulled first where this host does not have it (`TaskImages.ensure`)."""
         if task.image in self.settings.images or not is_reference(task.image):
             return self.settings.images[task.image]
-        if not pull:
-            return task.image
+        if pull:
+            self.image_cache().ensure(task.image)
+        return task.image
+
+    def image_cache(self) -> TaskImages:
+        """This process's side of the host's pull cache (made on first use)."""
         if self.task_images is None:
             self.task_images = TaskImages(
                 self.engine,
@@ -59,8 +63,7 @@ class Runtime:
                 timeout_s=self.settings.pull_timeout_s,
                 budget_gb=self.settings.image_cache_gb,
             )
-        self.task_images.ensure(task.image)
-        return task.image
+        return self.task_images
 
     @property
     def host(self) -> str:
