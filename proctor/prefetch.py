@@ -46,7 +46,7 @@ class HostPull(BaseModel):
 
 
 class PrefetchPublic(BaseModel):
-    """A prefetch and its progress: `done` of `total` (images × live worker hosts when it
+    """A prefetch and its progress: `done` of `total` (images by live worker hosts when it
     was asked) have ended, each pull's state in `pulls`."""
 
     id: str
