@@ -55,6 +55,34 @@ def images_in(path: Path) -> list[str]:
 
 def register(images_app: typer.Typer) -> None:
     images_app.command("prefetch")(prefetch)
+    images_app.command("build-task")(build_task)
+
+
+def build_task(
+    spec: Annotated[Path, typer.Argument(help="the task image's SPEC.json")],
+) -> None:
+    """Build a task's environment image from a spec, offline: the repository at its path
+    and base commit, its dependencies installed from wheels made on the host; pushed when
+    its name is a registry's. The spec's fields: proctor/imagebuild/taskimage.py and
+    docs/images.md (with the SWE-bench and SWE-Gym field mapping)."""
+    import logging
+    import sys
+
+    from proctor.imagebuild.config import BuildConfig, ImageBuildError
+    from proctor.imagebuild.taskimage import TaskImageSpec, build_task_image
+
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("images: %(message)s"))
+    package_logger = logging.getLogger("proctor.imagebuild")
+    package_logger.addHandler(handler)
+    package_logger.setLevel(logging.INFO)
+    try:
+        typer.echo(build_task_image(TaskImageSpec.load(spec), BuildConfig.from_env()))
+    except ImageBuildError as err:
+        if err.detail:
+            typer.echo(err.detail, err=True)
+        typer.echo(f"images: {err}", err=True)
+        raise typer.Exit(1) from None
 
 
 def prefetch(
