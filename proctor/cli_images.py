@@ -32,7 +32,8 @@ def image_of(item: Any) -> str | None:
         return item.strip() or None
     if not isinstance(item, dict):
         return None
-    task = item.get("task") if isinstance(item.get("task"), dict) else item
+    nested = item.get("task")
+    task: dict[str, Any] = nested if isinstance(nested, dict) else item
     image = task.get("image")
     return image if isinstance(image, str) else None
 

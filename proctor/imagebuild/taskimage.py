@@ -92,7 +92,7 @@ class TaskImageSpec:
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ImageBuildError(f"unknown spec fields: {', '.join(unknown)}")
-        image = _text(raw, "image", required=True)
+        image = _text(raw, "image", required=True) or ""
         repo = raw.get("repo")
         if not isinstance(repo, dict) or ("bundle" in repo) == ("archive" in repo):
             raise ImageBuildError('"repo" needs one of "bundle" or "archive"')

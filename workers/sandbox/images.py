@@ -115,8 +115,10 @@ class TaskImages:
         (never `spare`, the image just pulled for an episode); the removed ones, oldest
         first."""
         used = keys.images_used(self.host)
-        entries = self.redis.zrange(used, 0, -1, withscores=True)
-        line = [m.decode() if isinstance(m, bytes) else str(m) for m, _ in entries]
+        entries: list[tuple[bytes | str, float]] = list(
+            self.redis.zrange(used, 0, -1, withscores=True)  # type: ignore[arg-type]
+        )
+        line = [m.decode() if isinstance(m, bytes) else m for m, _ in entries]
         recent = time.time() - self.grace_s
         fresh = {name for name, (_, at) in zip(line, entries, strict=True) if at > recent}
         sizes: dict[str, tuple[str, int]] = {}  # reference → (image id, size)
