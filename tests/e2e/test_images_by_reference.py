@@ -25,7 +25,7 @@ import redis
 
 from core import keys
 from tests.conftest import REPO_ROOT, claimed_database, running_service, wait_until
-from tests.e2e.helpers import episode
+from tests.e2e.helpers import TEST_ADD, episode
 from tests.registry import Registry, push, running_registry, small_image
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
@@ -194,4 +194,32 @@ def test_proctor_images_prefetch_reads_a_dataset(deployment: Deployment, tmp_pat
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 images on 1 hosts" in done.stdout
     assert "pulled=1" in done.stdout
+    assert deployment.pulls(ref) == 1
+
+
+def test_an_interactive_episode_on_a_reference(deployment: Deployment) -> None:
+    ref, digest = deployment.pushed("interactive")
+    body = {
+        "mode": "interactive",
+        "task": {
+            "image": ref,
+            "files": {"solution.py": "def add(a, b):\n    return 0\n"},
+            "tests": {"files": {"test_solution.py": TEST_ADD}},
+            "limits": {"timeout_s": 30},
+        },
+    }
+    with httpx.Client(base_url=deployment.url, timeout=300) as http:
+        created = http.post("/v1/episodes", json=body)
+        assert created.status_code == 201, created.text
+        episode_id = created.json()["id"]
+        marker = http.post(
+            f"/v1/episodes/{episode_id}/actions", json={"type": "bash", "command": "cat /marker"}
+        )
+        assert marker.status_code == 200, marker.text
+        assert marker.json()["observation"]["output"].startswith("interactive-")
+        fixed = {"type": "write_file", "path": "solution.py", "content": ADD}
+        assert http.post(f"/v1/episodes/{episode_id}/actions", json=fixed).status_code == 200
+        result = http.post(f"/v1/episodes/{episode_id}/finish").json()
+    assert result["verdict"] == "passed", result
+    assert result["sandbox"]["image"] == ref and result["sandbox"]["image_digest"] == digest
     assert deployment.pulls(ref) == 1
