@@ -70,6 +70,9 @@ def _reserved_run(rt: runtime.Runtime, record: EpisodeRecord) -> EpisodeResult |
     agent, and holding a share while idle would cap a host at a handful of open episodes
     and leave the processes that must serve their actions waiting for budget."""
     if record.request.mode is EpisodeMode.oneshot:
+        # a task image by reference is pulled before the share is taken: a pull holds no
+        # CPU or memory of the host's budget, and may take minutes
+        rt.image_for(record.request.task)
         budget = capacity.HostBudget.of(rt.settings)
         if not until_redis_answers(
             f"episode {record.id}: reserving",
