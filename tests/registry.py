@@ -45,6 +45,17 @@ storage:
 http:
   addr: 127.0.0.1:{port}
 """
+AUTH_CONFIG = """\
+auth:
+  htpasswd:
+    realm: proctor-test
+    path: {htpasswd}
+"""
+# a fixed user for registries that ask for credentials; the hash is bcrypt's (the only one
+# the registry takes) of PASSWORD, made once with Python's crypt (METHOD_BLOWFISH)
+USER = "proctor"
+PASSWORD = "proctor-test-pw"
+PASSWORD_HASH = "$2b$04$VP90S1jbuas2aEx4h/BaCOwmwbWgYWS0rm6rDukxlIDvUbZa8M0nq"
 
 
 @dataclass(frozen=True)
@@ -56,21 +67,28 @@ class Registry:
 
 
 @contextmanager
-def running_registry(tmp: Path) -> Iterator[Registry]:
+def running_registry(tmp: Path, *, auth: bool = False) -> Iterator[Registry]:
+    """A registry on a free port of 127.0.0.1; with `auth`, it takes only USER/PASSWORD."""
     if not Path(REGISTRY).exists():
         pytest.skip("docker-registry is not installed (make setup installs it)")
     port = free_port()
     root = tmp / "registry-data"
     root.mkdir()
     config = tmp / "registry.yml"
-    config.write_text(CONFIG.format(root=root, port=port))
+    text = CONFIG.format(root=root, port=port)
+    if auth:
+        htpasswd = tmp / "htpasswd"
+        htpasswd.write_text(f"{USER}:{PASSWORD_HASH}\n")
+        text += AUTH_CONFIG.format(htpasswd=htpasswd)
+    config.write_text(text)
     log = (tmp / "registry.log").open("wb")
     process = subprocess.Popen([REGISTRY, "serve", str(config)], stdout=log, stderr=log)
     try:
 
         def answers() -> bool:
             try:
-                return httpx.get(f"http://127.0.0.1:{port}/v2/", timeout=1).status_code == 200
+                answer = httpx.get(f"http://127.0.0.1:{port}/v2/", timeout=1)
+                return answer.status_code == (401 if auth else 200)
             except httpx.HTTPError:
                 return False
 
@@ -86,13 +104,16 @@ def running_registry(tmp: Path) -> Iterator[Registry]:
         log.close()
 
 
-def push(client: docker.DockerClient, image: str, ref: str) -> str:
+def push(
+    client: docker.DockerClient, image: str, ref: str, *, auth: dict[str, str] | None = None
+) -> str:
     """Tag a local image as `ref`, push it, remove the local tag; the pushed digest."""
     repository, _, tag = ref.rpartition(":")
     client.images.get(image).tag(repository, tag)
     digest = ""
     try:
-        for line in client.api.push(repository, tag=tag, stream=True, decode=True):
+        lines = client.api.push(repository, tag=tag, stream=True, decode=True, auth_config=auth)
+        for line in lines:
             if line.get("error"):
                 raise RuntimeError(f"push {ref}: {line['error']}")
             aux = line.get("aux") or {}

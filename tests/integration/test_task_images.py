@@ -5,6 +5,8 @@ container uses), an image the registry has not, and a registry that stalls."""
 
 from __future__ import annotations
 
+import base64
+import json
 import tempfile
 import threading
 import time
@@ -18,7 +20,16 @@ import pytest
 import redis
 
 from core.task_images import missing_reason
-from tests.registry import BASE, Registry, StallingProxy, push, running_registry, small_image
+from tests.registry import (
+    BASE,
+    PASSWORD,
+    USER,
+    Registry,
+    StallingProxy,
+    push,
+    running_registry,
+    small_image,
+)
 from workers.sandbox.docker import (
     DEPLOYMENT_LABEL,
     Engine,
@@ -215,3 +226,40 @@ def test_a_registry_that_does_not_answer_is_ours_and_bounded(
         proxy.close()
         with suppress(docker.errors.ImageNotFound):
             docker.from_env().images.remove(pushed[2].replace(registry.host, proxy.host))
+
+
+def test_registry_credentials_come_from_the_engine_clients_config(
+    redis_client: redis.Redis,
+    client: docker.DockerClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A registry that asks for credentials: without them in the client's config
+    (DOCKER_CONFIG, as `docker login` writes it) the pull is our failure, not the task's;
+    with them it pulls."""
+    with running_registry(tmp_path, auth=True) as private:
+        local = small_image(client, uuid.uuid4().hex)
+        ref = private.ref("private/task", uuid.uuid4().hex[:8])
+        try:
+            push(client, local, ref, auth={"username": USER, "password": PASSWORD})
+        finally:
+            client.images.remove(local, force=True)
+        host = f"h-{uuid.uuid4().hex[:8]}"
+        try:
+            monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-credentials"))
+            anonymous = Engine(worker="anon", host=host, deployment="test-auth", holder_image=BASE)
+            with pytest.raises(PullFailed, match="no basic auth credentials"):
+                cache(anonymous, redis_client, host).ensure(ref)
+            assert missing_reason(redis_client, ref) is None
+            config = tmp_path / "docker-config"
+            config.mkdir()
+            login = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+            (config / "config.json").write_text(
+                json.dumps({"auths": {private.host: {"auth": login}}})
+            )
+            monkeypatch.setenv("DOCKER_CONFIG", str(config))
+            engine = Engine(worker="authed", host=host, deployment="test-auth", holder_image=BASE)
+            assert cache(engine, redis_client, host).ensure(ref) is True
+        finally:
+            with suppress(docker.errors.ImageNotFound):
+                client.images.remove(ref, force=True)
