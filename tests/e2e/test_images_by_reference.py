@@ -70,18 +70,20 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         tempfile.TemporaryDirectory() as tmp,
         running_registry(Path(tmp)) as registry,
         claimed_database() as redis_url,
-        running_service(
-            redis_url,
-            tmp_path_factory.mktemp("service") / "service.log",
-            PROCTOR_IMAGE_ALLOW=f"{registry.host}/tasks/*",
-            PROCTOR_PULL_TIMEOUT_S="120",
-        ) as url,
     ):
-        running = Deployment(url, redis_url, registry)
+        running: Deployment | None = None
         try:
-            yield running
+            with running_service(
+                redis_url,
+                tmp_path_factory.mktemp("service") / "service.log",
+                PROCTOR_IMAGE_ALLOW=f"{registry.host}/tasks/*",
+                PROCTOR_PULL_TIMEOUT_S="120",
+            ) as url:
+                running = Deployment(url, redis_url, registry)
+                yield running
         finally:
-            running.close()
+            if running is not None:  # once the service and its sandboxes are gone
+                running.close()
 
 
 def on(ref: str, solution: str = ADD) -> dict[str, Any]:
