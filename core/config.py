@@ -85,6 +85,20 @@ class Settings(BaseSettings):
     images: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=lambda: dict(defaults.IMAGES)
     )
+    image_allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="glob patterns of the image references `task.image` may name "
+        "(e.g. 127.0.0.1:5000/swe/*); empty: none, only the names of `images`",
+    )
+    pull_timeout_s: float = Field(
+        defaults.PULL_TIMEOUT_S, gt=0, description="the longest a task image's pull is waited for"
+    )
+    image_cache_gb: float = Field(
+        defaults.IMAGE_CACHE_GB,
+        ge=0,
+        description="disk the pulled task images may take per host; least recently used "
+        "ones are removed beyond it (never `images`, never one a sandbox uses)",
+    )
     runtime: str | None = Field(
         None,
         description="OCI runtime, e.g. runc, or runsc for gVisor; unset: crun where the engine"
@@ -166,7 +180,7 @@ class Settings(BaseSettings):
         where = f"{url.hostname}:{url.port or 6379}{url.path or '/0'}"
         return hashlib.sha256(where.encode()).hexdigest()[:12]
 
-    _csv = field_validator("api_tokens", mode="before")(_split_csv)
+    _csv = field_validator("api_tokens", "image_allow", mode="before")(_split_csv)
     _map = field_validator("images", mode="before")(_split_mapping)
 
 

@@ -51,6 +51,34 @@ def waiting_asked(host: str) -> str:
     return f"{PREFIX}waiting-asked:{host}"
 
 
+# --- task images by reference (workers/sandbox/images.py, service/prefetch.py)
+
+
+def images_used(host: str) -> str:
+    """The task images pulled on a host, by when an episode last used them (zset)."""
+    return f"{PREFIX}images-used:{host}"
+
+
+def image_pulls(host: str) -> str:
+    """How many times each task image was pulled on a host (hash: reference → count)."""
+    return f"{PREFIX}image-pulls:{host}"
+
+
+def image_pull(digest: str) -> str:
+    """Held while one worker of a host pulls one image (digest: of host and reference)."""
+    return f"{PREFIX}image-pull:{digest}"
+
+
+def image_missing(digest: str) -> str:
+    """A reference its registry said does not exist (digest: of the reference)."""
+    return f"{PREFIX}image-missing:{digest}"
+
+
+def prefetch(prefetch_id: str) -> str:
+    """A prefetch's request and progress (hash)."""
+    return f"{PREFIX}prefetch:{prefetch_id}"
+
+
 # --- the judge
 JUDGE_CACHE_PREFIX: Final = PREFIX + "judge:"
 

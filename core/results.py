@@ -81,9 +81,10 @@ def timed_out(record: EpisodeRecord, reason: str, **fields: Any) -> EpisodeResul
 
 
 def task_error(record: EpisodeRecord, reason: str, **fields: Any) -> EpisodeResult:
-    """The task itself cannot run (its repository is not where or at what it says): no
-    agent acted. Not our infrastructure's failure, so it has a reward (0); its verdict
-    tells it from an agent's failure, for the trainer to drop."""
+    """The task itself cannot run (its repository is not where or at what it says, or its
+    image reference does not exist in its registry: docs/images.md): no agent acted. Not
+    our infrastructure's failure, so it has a reward (0); its verdict tells it from an
+    agent's failure, for the trainer to drop."""
     return ended(
         record,
         EpisodeStatus.failed,

@@ -37,6 +37,7 @@ from proctor.models import (
     StepResult,
     TestSpec,
 )
+from proctor.prefetch import PrefetchCreate, PrefetchPublic
 from proctor.repo_refs import UPLOAD_PATH, RepoRefs, upload_body
 
 __all__ = ["ApiError", "AsyncClient", "Client", "Overloaded", "ProctorError", "Unavailable"]
@@ -201,6 +202,16 @@ class Client:
         return EpisodeResult.model_validate(
             self._request("POST", f"/v1/episodes/{episode_id}/finish")
         )
+
+    def prefetch_images(self, images: Sequence[str]) -> PrefetchPublic:
+        """Warm every worker host for these image references; poll `prefetch_progress`."""
+        body = PrefetchCreate(images=list(images)).model_dump(mode="json")
+        data = self._request("POST", "/v1/images/prefetch", json=body)
+        return PrefetchPublic.model_validate(data)
+
+    def prefetch_progress(self, prefetch_id: str) -> PrefetchPublic:
+        data = self._request("GET", f"/v1/images/prefetch/{prefetch_id}")
+        return PrefetchPublic.model_validate(data)
 
     def screen(self, items: Sequence[ScreenItem]) -> list[ScreenVerdict]:
         body = ScreenRequest(items=list(items)).model_dump(mode="json", exclude_none=True)

@@ -18,6 +18,8 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
+from proctor.imageref import check_reference, is_reference
+
 __all__ = [
     "LANGUAGE_NAMES",
     "MAX_FILES",
@@ -376,7 +378,12 @@ LANGUAGE_NAMES = frozenset(
 
 
 class TaskSpec(_Request):
-    image: str = Field("python", max_length=128, description="a name from the image allowlist")
+    image: str = Field(
+        "python",
+        max_length=512,
+        description="a name from the image allowlist, or an image reference "
+        "(host:port/repo:tag or …@sha256:…) the deployment's patterns allow",
+    )
     language: str | None = Field(
         None,
         max_length=32,
@@ -403,6 +410,11 @@ class TaskSpec(_Request):
     )
 
     _files = field_validator("files")(_check_files)
+
+    @field_validator("image")
+    @classmethod
+    def _check_image(cls, image: str) -> str:
+        return check_reference(image) if is_reference(image) else image
 
     @field_validator("language")
     @classmethod
@@ -563,7 +575,9 @@ class Verdict(StrEnum):
     infra_error = "infra_error"
     cancelled = "cancelled"
     gave_up = "gave_up"
-    task_error = "task_error"  # the task cannot run as given (its repository); no agent acted
+    # the task cannot run as given (its repository, or its image reference the registry has
+    # not); no agent or code under test ran
+    task_error = "task_error"
 
 
 class TestOutcome(StrEnum):

@@ -18,6 +18,7 @@ from anticheat.git.seal import SealRefused, SealUnavailable, seal
 from core import results
 from core.defaults import INLINE_DECODE_BYTES, INTERACTIVE_START_S
 from core.store import EpisodeRecord
+from proctor.imageref import is_reference
 from proctor.models import (
     EpisodeCreate,
     EpisodeCreated,
@@ -28,6 +29,7 @@ from proctor.models import (
 from service.admission import admit
 from service.deps import Resources
 from service.errors import BadRequest, Conflict, NotFound, ServiceUnavailable
+from service.images import check_reference
 from service.repos import resolve_ref
 
 
@@ -36,8 +38,10 @@ def validate_request(resources: Resources, request: EpisodeCreate) -> None:
     settings = resources.settings
     task = request.task
     if task.image not in settings.images:
-        known = ", ".join(sorted(settings.images))
-        raise BadRequest(f"unknown image {task.image!r}; this deployment offers: {known}")
+        if not is_reference(task.image):
+            known = ", ".join(sorted(settings.images))
+            raise BadRequest(f"unknown image {task.image!r}; this deployment offers: {known}")
+        check_reference(settings, resources.store, task.image)
     admit(request, settings)  # limits and time within what a worker host can give
 
 

@@ -29,6 +29,7 @@ from service.routes import (
     episodes,
     export,
     health,
+    images,
     interactive,
     listing,
     metrics,
@@ -112,6 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(repos.router)
     app.include_router(interactive.router)
     app.include_router(screen.router)
+    app.include_router(images.router)
     app.include_router(sandboxfusion.router)
     app.include_router(openrlhf.router)
     app.include_router(ui.router)

@@ -182,7 +182,7 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
 
 
 def _sandbox(rt: Runtime, record: EpisodeRecord) -> Sandbox:
-    spec = rt.spec_for(record.request.task)
+    spec = rt.spec_for(record.request.task, pull=False)  # its sandbox runs already
     state = record.started_sandbox()
     container = Container(
         id=state.container_id, name=state.container_name, spec=spec, ip=state.container_ip

@@ -4,10 +4,15 @@ Errors (all infrastructure — never the code under test's fault):
 
     SandboxError
     ├── DockerUnavailable   the engine does not answer
-    ├── ImageMissing        the image is not on this host (we never pull at run time)
+    ├── ImageMissing        the image is not on this host (names are never pulled)
+    ├── PullFailed          the registry or the engine failed a task image's pull, or it
+    │                       outlasted its bound (`pull`)
     ├── ProtectionMissing   the engine would run a sandbox without a required protection
     └── ExecStreamBroken    an exec's stream broke: the engine's fault, unless the process
                             in the sandbox died early (`Sandbox` asks the engine which)
+
+ImageNotInRegistry (not a SandboxError: the task's fault) says the registry answered that
+a task image reference does not exist.
 
 Containers are made with `create` + `start` (never `run`, which silently pulls), exec'd into
 over a raw socket so stdin can be streamed in and a deadline enforced while reading
@@ -34,6 +39,8 @@ import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
+from workers.sandbox import untrusted
+
 log = logging.getLogger(__name__)
 
 MANAGED_LABEL = "org.proctor.managed"
@@ -44,6 +51,7 @@ DEPLOYMENT_LABEL = "org.proctor.deployment"
 FRAME_HEADER = struct.Struct(">BxxxL")
 SANDBOX_HOME = "/home/sandbox"
 WORKSPACE = "/workspace"
+OWN_MOUNTS = (WORKSPACE, SANDBOX_HOME, "/tmp")
 API_TIMEOUT_S = 60
 STATS_TRIES = 2  # a sandbox that stopped under the stats read is read again (`usage`)
 # where the engine puts a container's memory cgroup, seen from the host: cgroup v1 with
@@ -138,6 +146,14 @@ class ImageMissing(SandboxError):
 
 class ProtectionMissing(SandboxError):
     pass
+
+
+class PullFailed(SandboxError):
+    pass
+
+
+class ImageNotInRegistry(Exception):
+    """The registry says a task image reference does not exist: the task's fault, not ours."""
 
 
 class NetworkGone(SandboxError):
@@ -273,6 +289,15 @@ def _wrap(exc: Exception, what: str) -> SandboxError:
     return SandboxError(f"{what}: {exc}")
 
 
+def _not_in_registry(exc: APIError) -> bool:
+    """Whether a pull's error is the registry saying the image does not exist (a 404, or
+    the same said in the pull's stream), rather than the registry or engine failing."""
+    if exc.status_code == 404:
+        return True
+    text = str(exc.explanation or exc).lower()
+    return "manifest unknown" in text or "name unknown" in text
+
+
 def _exec_failed(exc: Exception, container_id: str) -> SandboxError:
     what = f"exec in {container_id[:12]}"
     # 409 when the exec is created in a stopped container; 500 when it stopped (its init
@@ -296,7 +321,13 @@ class Engine:
     """One per process: a Docker client plus the calls sandboxes need."""
 
     def __init__(
-        self, *, worker: str, host: str, deployment: str, base_url: str | None = None
+        self,
+        *,
+        worker: str,
+        host: str,
+        deployment: str,
+        base_url: str | None = None,
+        holder_image: str | None = None,
     ) -> None:
         try:
             if base_url:
@@ -309,7 +340,12 @@ class Engine:
         self.worker = worker
         self.host = host
         self.deployment = deployment
+        # What network holders are made from: one of the deployment's own images, never a
+        # task's (a holder outlives its sandbox and serves the next ones, of any image).
+        # None: the sandbox's image (a deployment that serves only its own images).
+        self.holder_image = holder_image
         self._digests: dict[str, str] = {}
+        self._configs: dict[str, dict[str, Any]] = {}  # image → its `Config` (`untrusted`)
         self._lock = threading.Lock()
         self._isolation: dict[str, Isolation] = {}  # see `isolate`
         self._own_networks: dict[str, str] = {}  # sandbox container id → its own network
@@ -344,6 +380,7 @@ class Engine:
         except ImageNotFound:
             with self._lock:
                 self._digests.pop(image, None)
+                self._configs.pop(image, None)
             return f"the image {image} is not on this Docker engine"
         except (DockerException, requests.exceptions.RequestException) as exc:
             return str(_wrap(exc, f"inspect image {image}"))
@@ -401,6 +438,105 @@ class Engine:
         finally:
             self._remove_container(container_id)
 
+    def image_info(self, image: str) -> dict[str, Any] | None:
+        """The engine's inspect of a local image; None when it is not on this host."""
+        try:
+            return dict(self.api.inspect_image(image))
+        except ImageNotFound:
+            return None
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"inspect image {image}") from exc
+
+    def _image_config(self, image: str) -> dict[str, Any] | None:
+        """The image's `Config` (kept: a name's content changes only by a pull, which
+        forgets it); None when the engine does not have the image (create says so)."""
+        with self._lock:
+            if image in self._configs:
+                return self._configs[image]
+        info = self.image_info(image)
+        config = dict(info.get("Config") or {}) if info else None
+        if config is not None:
+            with self._lock:
+                self._configs[image] = config
+        return config
+
+    def pull(self, image: str, *, timeout_s: float) -> None:
+        """Pull a task image with the engine's client auth config (~/.docker/config.json),
+        waiting at most `timeout_s`. docker-py's own `pull` waits forever (no read timeout),
+        so the request is made here with one; a pull cut short is dropped by the engine
+        when its request's connection closes."""
+        repository, tag = docker.utils.parse_repository_tag(image)
+        registry, _ = docker.auth.resolve_repository_name(repository)
+        headers = {}
+        header = docker.auth.get_config_header(self.api, registry)
+        if header:
+            headers["X-Registry-Auth"] = header
+        params = {"fromImage": repository, "tag": tag or "latest"}
+        outcome: list[BaseException | None] = []
+
+        def run() -> None:
+            try:
+                response = self.api._post(
+                    self.api._url("/images/create"),
+                    params=params,
+                    headers=headers,
+                    stream=True,
+                    timeout=timeout_s,
+                )
+                self.api._raise_for_status(response)
+                for message in self.api._stream_helper(response, decode=True):
+                    if isinstance(message, dict) and message.get("error"):
+                        raise APIError(str(message["error"]))
+                outcome.append(None)
+            except BaseException as exc:  # handed to the waiting thread
+                outcome.append(exc)
+
+        thread = threading.Thread(target=run, name=f"pull {image}", daemon=True)
+        thread.start()
+        thread.join(timeout_s)
+        with self._lock:
+            self._digests.pop(image, None)
+            self._configs.pop(image, None)
+        if not outcome:
+            raise PullFailed(f"pull {image}: no answer within {timeout_s:g} s")
+        exc = outcome[0]
+        if exc is None:
+            return
+        if isinstance(exc, APIError) and _not_in_registry(exc):
+            why = exc.explanation or exc
+            raise ImageNotInRegistry(f"the registry has no image {image}: {why}") from exc
+        if isinstance(exc, requests.exceptions.Timeout):
+            raise PullFailed(f"pull {image}: no answer within {timeout_s:g} s") from exc
+        if isinstance(exc, DockerException | requests.exceptions.RequestException):
+            wrapped = _wrap(exc, f"pull {image}")
+            raise PullFailed(str(wrapped)) from exc
+        raise exc
+
+    def remove_image(self, image: str) -> bool:
+        """Untag (and so free, if it was the last name) a local image; False when a
+        container still uses it or it is gone already."""
+        try:
+            self.api.remove_image(image, force=False, noprune=False)
+        except ImageNotFound:
+            return False
+        except APIError as exc:
+            if exc.status_code == 409:  # a container uses it
+                return False
+            raise _wrap(exc, f"remove image {image}") from exc
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"remove image {image}") from exc
+        with self._lock:
+            self._digests.pop(image, None)
+            self._configs.pop(image, None)
+        return True
+
+    def images_in_use(self) -> set[str]:
+        """The image ids of every container on this engine, running or not."""
+        try:
+            return {str(c["ImageID"]) for c in self.api.containers(all=True)}
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, "list containers") from exc
+
     # ------------------------------------------------------------------ containers
 
     def create(
@@ -433,6 +569,8 @@ class Engine:
         memory_mb = spec.memory_mb + (POOLED_SERVER_MB if spec.served else 0)
         # exec: agents run scripts and compiled programs from their workspace
         tmpfs_opts = f"rw,exec,nosuid,nodev,size={spec.disk_mb}m"
+        mounted = (*OWN_MOUNTS, spec.cover) if spec.cover else OWN_MOUNTS
+        image = untrusted.overrides(self._image_config(spec.image), ours=mounted)
         holder, own_network, reused = None, "", False
         if self._joins_holder(spec):
             holder, reused = self._take_holder(spec, name, reuse=reuse)
@@ -464,6 +602,7 @@ class Engine:
                     if spec.cover
                     else {}
                 ),
+                **image.tmpfs,
             },
             ulimits=[docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
@@ -476,10 +615,14 @@ class Engine:
             DEPLOYMENT_LABEL: self.deployment,
             **(labels or {}),
         }
+        argv = main or ["sleep", "infinity"]
         try:
             created = self.api.create_container(
                 spec.image,
-                command=main or ["sleep", "infinity"],
+                # the entrypoint, not the command: an image's own entrypoint never runs
+                entrypoint=argv[:1],
+                command=argv[1:],
+                healthcheck=untrusted.NO_HEALTHCHECK,
                 # The idle keeper runs as root without capabilities, so the sandbox user
                 # (who runs every exec) cannot kill it and take the container down with
                 # `kill -1`; nothing of the code under test ever runs as root.
@@ -488,8 +631,9 @@ class Engine:
                 name=name,
                 hostname=None if holder else "sandbox",  # a holder's: it has the holder's
                 working_dir=WORKSPACE,
-                labels=all_labels,
+                labels={**image.labels, **all_labels},
                 environment={
+                    **image.environment,
                     "HOME": SANDBOX_HOME,
                     "LANG": "C.UTF-8",
                     "PYTHONDONTWRITEBYTECODE": "1",
@@ -698,8 +842,9 @@ class Engine:
         holder_id, ip = "", None
         try:
             created = self.api.create_container(
-                spec.image,
-                command=["sleep", "infinity"],
+                self.holder_image or spec.image,
+                entrypoint=["sleep"],
+                command=["infinity"],
                 user="0:0",  # out of reach of the sandbox user, in a pid namespace of its own
                 name=name,
                 hostname="sandbox",
