@@ -18,6 +18,8 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
+from proctor.imageref import check_reference, is_reference
+
 __all__ = [
     "LANGUAGE_NAMES",
     "MAX_FILES",
@@ -39,6 +41,8 @@ __all__ = [
     "EpisodeStatus",
     "Evidence",
     "EvidenceSource",
+    "GiveUpAction",
+    "InteractiveAction",
     "Level",
     "Limits",
     "NetworkPolicy",
@@ -46,6 +50,7 @@ __all__ = [
     "Observation",
     "Policy",
     "ReadFileAction",
+    "RepoCreated",
     "RepoSnapshot",
     "SandboxInfo",
     "Scoring",
@@ -233,23 +238,64 @@ class TestSpec(_Request):
 
 
 class RepoSnapshot(_Request):
-    """A repository the agent works in; sanitized to the base commit before it sees it."""
+    """A repository the agent works in, given one way: inline (`archive`, `bundle`), uploaded
+    once (`ref`, from `POST /v1/repos`), or baked into the task image (`path`). Sealed to the
+    base commit's past before the agent sees it (docs/repositories.md)."""
 
     archive: str | None = Field(
         None, max_length=64 << 20, description="base64 of a tar(.gz) of a working tree with .git"
     )
     bundle: str | None = Field(None, max_length=64 << 20, description="base64 of a git bundle")
-    base_commit: str = Field(pattern=r"^[0-9a-fA-F]{7,64}$")
+    ref: str | None = Field(
+        None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="a sealed upload's reference, as `POST /v1/repos` answered it",
+    )
+    path: str | None = Field(
+        None,
+        max_length=MAX_PATH_CHARS,
+        description="an absolute path of a git repository inside `task.image` (`/testbed`)",
+    )
+    base_commit: str = Field(
+        "",
+        pattern=r"^([0-9a-fA-F]{7,64})?$",
+        description="required, except with `ref` (whose upload named it)",
+    )
     branch: str = Field("main", pattern=r"^[A-Za-z0-9._/-]{1,100}$")
 
     _archive = field_validator("archive")(check_archive)
     _bundle = field_validator("bundle")(check_bundle)
 
+    @field_validator("path")
+    @classmethod
+    def _check_path(cls, path: str | None) -> str | None:
+        if path is not None:
+            check_image_repo_path(path)
+        return path
+
     @model_validator(mode="after")
     def _one_source(self) -> RepoSnapshot:
-        if (self.archive is None) == (self.bundle is None):
-            raise ValueError("give the repository as exactly one of `archive` or `bundle`")
+        given = [self.archive, self.bundle, self.ref, self.path]
+        if sum(v is not None for v in given) != 1:
+            raise ValueError(
+                "give the repository as exactly one of `archive`, `bundle`, `ref` or `path`"
+            )
+        if not self.base_commit and self.ref is None:
+            raise ValueError("`base_commit` is required (except with `ref`)")
         return self
+
+
+# where a sandbox mounts its own directories: a repository baked there could not be shown
+_SANDBOX_MOUNTS = ("/workspace", "/home/sandbox", "/tmp", "/proc", "/sys", "/dev", "/etc")
+
+
+def check_image_repo_path(path: str) -> str:
+    """An absolute, normal path, outside what the sandbox mounts itself."""
+    if not path.startswith("/") or posixpath.normpath(path) != path or path == "/":
+        raise ValueError(f"`path` must be an absolute, normalized path below /, not {path!r}")
+    if any(path == m or path.startswith(m + "/") for m in _SANDBOX_MOUNTS) or "\0" in path:
+        raise ValueError(f"`path` may not be under {', '.join(_SANDBOX_MOUNTS)}: {path!r}")
+    return path
 
 
 class Scoring(StrEnum):
@@ -298,6 +344,9 @@ class Policy(_Request):
         "decided, a honeypot contact) makes the episode a cheat too, not only a step "
         "penalty; resource exhaustion never does",
     )
+    give_up_reward: float = Field(
+        0.0, description="the reward of an interactive episode the agent ended by `give_up`"
+    )
     new_protected_files: NewProtectedFiles = Field(
         NewProtectedFiles.grade,
         description="a file the agent added under a protected directory: `grade` runs it "
@@ -329,7 +378,12 @@ LANGUAGE_NAMES = frozenset(
 
 
 class TaskSpec(_Request):
-    image: str = Field("python", max_length=128, description="a name from the image allowlist")
+    image: str = Field(
+        "python",
+        max_length=512,
+        description="a name from the image allowlist, or an image reference "
+        "(host:port/repo:tag or …@sha256:…) the deployment's patterns allow",
+    )
     language: str | None = Field(
         None,
         max_length=32,
@@ -356,6 +410,11 @@ class TaskSpec(_Request):
     )
 
     _files = field_validator("files")(_check_files)
+
+    @field_validator("image")
+    @classmethod
+    def _check_image(cls, image: str) -> str:
+        return check_reference(image) if is_reference(image) else image
 
     @field_validator("language")
     @classmethod
@@ -416,6 +475,19 @@ class ReadFileAction(_Action):
 
 
 Action = Annotated[BashAction | WriteFileAction | ReadFileAction, Field(discriminator="type")]
+
+
+class GiveUpAction(_Action):
+    """The agent ends its interactive episode itself: `gave_up`, the policy's
+    `give_up_reward`, graded no further. Never a step of a one-shot solution."""
+
+    type: Literal["give_up"] = "give_up"
+    reason: str = Field("", max_length=4096)
+
+
+InteractiveAction = Annotated[
+    BashAction | WriteFileAction | ReadFileAction | GiveUpAction, Field(discriminator="type")
+]
 
 
 class Solution(_Request):
@@ -502,6 +574,10 @@ class Verdict(StrEnum):
     cheat = "cheat"
     infra_error = "infra_error"
     cancelled = "cancelled"
+    gave_up = "gave_up"
+    # the task cannot run as given (its repository, or its image reference the registry has
+    # not); no agent or code under test ran
+    task_error = "task_error"
 
 
 class TestOutcome(StrEnum):
@@ -656,6 +732,16 @@ class StepResult(_Result):
     step: int
     observation: Observation
     done: bool = False
+
+
+class RepoCreated(_Result):
+    """A sealed repository kept by the service (`POST /v1/repos`): name it by `ref`."""
+
+    ref: str = Field(description="`task.repo.ref` for the episodes that use it")
+    base_commit: str = Field(description="the base commit, in full")
+    branch: str
+    size: int = Field(description="bytes of the sealed copy")
+    expires_in_s: int = Field(description="unless it is used again (each use renews it)")
 
 
 class EpisodeCreated(_Result):

@@ -84,6 +84,11 @@ def _warm_tasks(settings: Settings) -> list[TaskSpec]:
     return tasks
 
 
+def holder_image(settings: Settings) -> str | None:
+    """The deployment's own image network holders are made from (never a task's)."""
+    return settings.images.get("python") or next(iter(settings.images.values()), None)
+
+
 def redis_client(url: str) -> redis.Redis:
     """A worker's one Redis client: it waits out a restart instead of failing the job.
 
@@ -238,7 +243,10 @@ def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> tupl
         while True:
             try:
                 engine = Engine(
-                    worker=worker, host=settings.host_id, deployment=settings.deployment_id
+                    worker=worker,
+                    host=settings.host_id,
+                    deployment=settings.deployment_id,
+                    holder_image=holder_image(settings),
                 )
                 engine.ping()
                 for image in settings.images.values():

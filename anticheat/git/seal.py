@@ -42,11 +42,13 @@ import tarfile
 import tempfile
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from proctor.models import RepoSnapshot
 
-__all__ = ["SealRefused", "SealUnavailable", "seal"]
+__all__ = ["SealRefused", "SealUnavailable", "Source", "seal", "seal_source"]
 
 MAX_UNPACKED_BYTES = 2 << 30  # an upload that unpacks past this is refused, not sealed
 MAX_MEMBERS = 500_000
@@ -107,10 +109,33 @@ def seal(repo: RepoSnapshot) -> RepoSnapshot:
     return sealed
 
 
+@dataclass(frozen=True, slots=True)
+class Source:
+    """An upload already on disk: an uncompressed tar (or a bundle), and where in the tar
+    the repository is (`root`: `testbed` for a tar of an image's `/testbed`). `build_files`:
+    keep the files of the tar's work tree that the base's `.gitignore` ignores (what an
+    image built in place: compiled extensions, egg-info), beside the base's checkout."""
+
+    path: Path
+    bundle: bool = False
+    root: str = ""
+    build_files: bool = False
+
+
+def seal_source(source: Source, *, base_commit: str, branch: str) -> RepoSnapshot:
+    """`seal`, of an upload on disk (`POST /v1/repos`, a repository read out of an image)."""
+    if shutil.which("git") is None:
+        raise SealUnavailable("git is not installed where repositories are sealed")
+    repo = RepoSnapshot(path="/upload", base_commit=base_commit, branch=branch)
+    with tempfile.TemporaryDirectory(prefix="proctor-seal-") as tmp:
+        return _Sealer(Path(tmp), repo, source).run()
+
+
 class _Sealer:
-    def __init__(self, tmp: Path, repo: RepoSnapshot) -> None:
+    def __init__(self, tmp: Path, repo: RepoSnapshot, source: Source | None = None) -> None:
         self.tmp = tmp
         self.repo = repo
+        self.source = source
         self.upload = tmp / "upload"
         self.scratch = tmp / "scratch.git"  # ours: borrows the upload's objects, nothing else
         self.out = tmp / "out"
@@ -165,14 +190,25 @@ class _Sealer:
         self.git(self.tmp, "init", "-q", "--bare", "--template=", str(self.scratch))
         gitdir: Path | None = None  # the upload's repository, for its submodules
         worktree: Path | None = None  # and its work tree, where their `.git` may be
-        if self.repo.archive is not None:
-            self.unpack(_decode(self.repo.archive))
+        source = self.source
+        if self.repo.archive is not None or (source is not None and not source.bundle):
+            if source is None:
+                assert self.repo.archive is not None
+                self.unpack(io.BytesIO(_decode(self.repo.archive)))
+            else:
+                with source.path.open("rb") as stream:
+                    self.unpack(stream)
+                if source.root:
+                    self.upload = self.inside(self.upload, source.root, "repository path")
             gitdir, worktree = self.locate_gitdir()
             self.borrow(self.objects_of(gitdir, self.scratch), self.scratch)
         else:
-            assert self.repo.bundle is not None
-            bundle = self.tmp / "upload.bundle"
-            bundle.write_bytes(_decode(self.repo.bundle))
+            if source is not None:
+                bundle = source.path
+            else:
+                assert self.repo.bundle is not None
+                bundle = self.tmp / "upload.bundle"
+                bundle.write_bytes(_decode(self.repo.bundle))
             self.git(
                 self.scratch,
                 "bundle",
@@ -184,12 +220,39 @@ class _Sealer:
         sha = self.resolve_base()
         self.rebuild(sha, self.scratch, self.out, self.repo.branch)
         self.seal_submodules(self.out, sha, gitdir, worktree, depth=0)
+        if source is not None and source.build_files and worktree is not None:
+            self.keep_build_files(worktree)
         return RepoSnapshot(archive=self.pack_archive(), base_commit=sha, branch=self.repo.branch)
 
-    def unpack(self, data: bytes) -> None:
+    def keep_build_files(self, worktree: Path) -> None:
+        """Copy the files of the upload's work tree that the base's ignore rules ignore (and
+        that the base does not track) into the sealed tree: an image's build products. Git
+        lists them with our repository's index against the upload's work tree."""
+        listed = self.git(
+            self.tmp,
+            f"--git-dir={self.out / '.git'}",
+            f"--work-tree={worktree}",
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+        )
+        for raw in filter(None, listed.split(b"\0")):
+            rel = raw.decode("utf-8", "surrogateescape")
+            parts = PurePosixPath(rel).parts
+            if ".git" in parts or ".." in parts:
+                continue
+            source, target = worktree / rel, self.out / rel
+            if source.is_symlink() or not source.is_file() or target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+    def unpack(self, stream: IO[bytes]) -> None:
         self.upload.mkdir()
         try:
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            with tarfile.open(fileobj=stream, mode="r:*") as tar:
                 members, total = [], 0
                 for member in tar:
                     total += max(member.size, 0)

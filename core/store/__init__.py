@@ -44,6 +44,11 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
                           (expires after PROCTOR_DEDUP_TTL_S)
     events                pub/sub: an episode id when it ends, and when an     EVENTS
                           interactive one's sandbox is ready (what waits wait for)
+    repo:{sha256}         hash: a sealed repository, archive (tar.gz), base,   repo()
+                          branch (expires after PROCTOR_REPO_TTL_S, renewed
+                          by each use; core/repos.py)
+    repo-sealing:{sha256} string: held while a worker seals a repository     repo_sealing()
+                          read out of an image; the others wait for repo:
     reply:{token}         list: a worker's answer to one request the API       reply()
                           blocks on, JSON {status, body, message}
     acting:{id}           string: held while an interactive action runs        acting()
@@ -64,6 +69,15 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
                           of episodes waiting for a share (`reserve`)
     waiting-asked:{host}  hash: episode id → when it last asked (a silent      waiting_asked()
                           one leaves the line)
+    images-used:{host}    zset: task image reference → when an episode of the  images_used()
+                          host last used it (the pull cache's LRU order)
+    image-pulls:{host}    hash: task image reference → pulls made on the host  image_pulls()
+    image-pull:{h}        string: held by the one worker of a host pulling an  image_pull()
+                          image (h: sha256 of host and reference; expires)
+    image-missing:{h}     string: why the registry has no such image (h:      image_missing()
+                          sha256 of the reference; PROCTOR's IMAGE_MISSING_TTL_S)
+    prefetch:{id}         hash: a prefetch's images and hosts (JSON) and one   prefetch()
+                          field per host|image: its state (service/prefetch.py)
     catalog:ended         zset: ended episode ids by end time                  CATALOG
     catalog:by:{term}     zset: the same, of one verdict, mode or metadata     catalog_term()
                           pair (`catalog_terms`)

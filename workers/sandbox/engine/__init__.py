@@ -2,7 +2,8 @@
 (tests/unit/test_layers.py checks it).
 
 One `Engine` per process, made of its parts:
-    base.py        the client and the state the parts share; runtimes, images
+    base.py        the client and the state the parts share; runtimes
+    images.py      images: inspected, pulled (task images), read out of, removed
     networks.py    the shared internal network and each sandbox's own network
     holders.py     network holders: namespaces fresh sandboxes join one at a time
     containers.py  sandbox containers: made locked down, removed, inspected
@@ -34,9 +35,12 @@ from workers.sandbox.engine.errors import (
     DockerUnavailable,
     ExecStreamBroken,
     ImageMissing,
+    ImageNotInRegistry,
     NetworkGone,
     NoCapacity,
+    PathTooLarge,
     ProtectionMissing,
+    PullFailed,
     SandboxError,
 )
 from workers.sandbox.engine.execs import FRAME_HEADER
@@ -71,10 +75,13 @@ __all__ = [
     "ExecStreamBroken",
     "Holder",
     "ImageMissing",
+    "ImageNotInRegistry",
     "Isolation",
     "NetworkGone",
     "NoCapacity",
+    "PathTooLarge",
     "ProtectionMissing",
+    "PullFailed",
     "SandboxError",
     "SandboxSpec",
     "Usage",

@@ -1,5 +1,6 @@
 """The engine's client and the state its parts share (`EngineBase`): the Docker client,
-the worker's identity, the spare networks and holders; the engine's runtimes and images."""
+the worker's identity, the images' cached digests and configurations, the spare networks
+and holders; the engine's runtimes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import docker
 import requests
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, DockerException, NotFound
 
 from workers.sandbox.engine.constants import API_TIMEOUT_S
 from workers.sandbox.engine.errors import DockerUnavailable, wrap
@@ -20,10 +21,16 @@ log = logging.getLogger(__name__)
 
 
 class EngineBase:
-    """The Docker client and what the engine's parts share; the engine's runtimes and images."""
+    """The Docker client and what the engine's parts share; the engine's runtimes."""
 
     def __init__(
-        self, *, worker: str, host: str, deployment: str, base_url: str | None = None
+        self,
+        *,
+        worker: str,
+        host: str,
+        deployment: str,
+        base_url: str | None = None,
+        holder_image: str | None = None,
     ) -> None:
         try:
             if base_url:
@@ -36,7 +43,12 @@ class EngineBase:
         self.worker = worker
         self.host = host
         self.deployment = deployment
+        # What network holders are made from: one of the deployment's own images, never a
+        # task's (a holder outlives its sandbox and serves the next ones, of any image).
+        # None: the sandbox's image (a deployment that serves only its own images).
+        self.holder_image = holder_image
         self._digests: dict[str, str] = {}
+        self._configs: dict[str, dict[str, Any]] = {}  # image → its `Config` (`untrusted`)
         self._lock = threading.Lock()
         self._isolation: dict[str, Isolation] = {}  # see `isolate`
         self._own_networks: dict[str, str] = {}  # sandbox container id → its own network
@@ -61,34 +73,6 @@ class EngineBase:
             return set(self.api.info().get("Runtimes") or {})
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise wrap(exc, "list the engine's runtimes") from exc
-
-    def image_problem(self, image: str) -> str | None:
-        """Why this engine cannot run `image` now (None when it can); never cached."""
-        try:
-            self.api.inspect_image(image)
-        except ImageNotFound:
-            with self._lock:
-                self._digests.pop(image, None)
-            return f"the image {image} is not on this Docker engine"
-        except (DockerException, requests.exceptions.RequestException) as exc:
-            return str(wrap(exc, f"inspect image {image}"))
-        return None
-
-    def image_digest(self, image: str) -> str:
-        """The content digest of a local image (the repo digest when it has one)."""
-        with self._lock:
-            cached = self._digests.get(image)
-        if cached:
-            return cached
-        try:
-            info = self.api.inspect_image(image)
-        except (DockerException, requests.exceptions.RequestException) as exc:
-            raise wrap(exc, f"inspect image {image}") from exc
-        digests = info.get("RepoDigests") or []
-        digest = digests[0].split("@", 1)[-1] if digests else str(info["Id"])
-        with self._lock:
-            self._digests[image] = digest
-        return digest
 
     def inspect(self, container_id: str) -> dict[str, Any]:
         try:

@@ -16,6 +16,8 @@ SANDBOX_HOME = "/home/sandbox"
 
 WORKSPACE = "/workspace"
 
+OWN_MOUNTS = (WORKSPACE, SANDBOX_HOME, "/tmp")
+
 API_TIMEOUT_S = 60
 
 STATS_TRIES = 2  # a sandbox that stopped under the stats read is read again (`usage`)

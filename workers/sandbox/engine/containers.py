@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
+from contextlib import suppress
 from typing import Any
 
 import docker
 import requests
 from docker.errors import APIError, DockerException, NotFound
 
+from workers.sandbox import untrusted
 from workers.sandbox.engine.base import engine_time
 from workers.sandbox.engine.constants import (
     DEPLOYMENT_LABEL,
@@ -19,6 +22,7 @@ from workers.sandbox.engine.constants import (
     HOST_LABEL,
     MANAGED_LABEL,
     MEMORY_CGROUPS,
+    OWN_MOUNTS,
     POOLED_CAPS,
     POOLED_SERVER_MB,
     READ_ONLY_PATHS,
@@ -29,12 +33,13 @@ from workers.sandbox.engine.constants import (
 )
 from workers.sandbox.engine.errors import NetworkGone, SandboxError, wrap
 from workers.sandbox.engine.holders import Holders
+from workers.sandbox.engine.images import Images
 from workers.sandbox.engine.specs import Container, SandboxSpec, Usage
 
 log = logging.getLogger(__name__)
 
 
-class Containers(Holders):
+class Containers(Holders, Images):
     """Sandbox containers: made, removed, inspected."""
 
     def create(
@@ -67,6 +72,8 @@ class Containers(Holders):
         memory_mb = spec.memory_mb + (POOLED_SERVER_MB if spec.served else 0)
         # exec: agents run scripts and compiled programs from their workspace
         tmpfs_opts = f"rw,exec,nosuid,nodev,size={spec.disk_mb}m"
+        mounted = (*OWN_MOUNTS, spec.cover) if spec.cover else OWN_MOUNTS
+        image = untrusted.overrides(self._image_config(spec.image), ours=mounted)
         holder, own_network, reused = None, "", False
         if self._joins_holder(spec):
             holder, reused = self._take_holder(spec, name, reuse=reuse)
@@ -93,6 +100,12 @@ class Containers(Holders):
                 WORKSPACE: f"{tmpfs_opts},uid={uid},gid={gid or uid},mode=0755",
                 SANDBOX_HOME: f"{tmpfs_opts},uid={uid},gid={gid or uid},mode=0755",
                 "/tmp": f"{tmpfs_opts},mode=1777",
+                **(
+                    {spec.cover: f"rw,nosuid,nodev,size=16m,uid={uid},gid={gid or uid},mode=0755"}
+                    if spec.cover
+                    else {}
+                ),
+                **image.tmpfs,
             },
             ulimits=[docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
@@ -105,10 +118,14 @@ class Containers(Holders):
             DEPLOYMENT_LABEL: self.deployment,
             **(labels or {}),
         }
+        argv = main or ["sleep", "infinity"]
         try:
             created = self.api.create_container(
                 spec.image,
-                command=main or ["sleep", "infinity"],
+                # the entrypoint, not the command: an image's own entrypoint never runs
+                entrypoint=argv[:1],
+                command=argv[1:],
+                healthcheck=untrusted.NO_HEALTHCHECK,
                 # The idle keeper runs as root without capabilities, so the sandbox user
                 # (who runs every exec) cannot kill it and take the container down with
                 # `kill -1`; nothing of the code under test ever runs as root.
@@ -117,8 +134,9 @@ class Containers(Holders):
                 name=name,
                 hostname=None if holder else "sandbox",  # a holder's: it has the holder's
                 working_dir=WORKSPACE,
-                labels=all_labels,
+                labels={**image.labels, **all_labels},
                 environment={
+                    **image.environment,
                     "HOME": SANDBOX_HOME,
                     "LANG": "C.UTF-8",
                     "PYTHONDONTWRITEBYTECODE": "1",
@@ -317,6 +335,24 @@ class Containers(Holders):
             return list(self.api.containers(all=True, filters={"label": filters}))
         except (DockerException, requests.exceptions.RequestException) as exc:
             raise wrap(exc, "list sandboxes") from exc
+
+    def remove_deployment(self, services: Iterable[str] = ()) -> int:
+        """Remove this deployment's containers on this engine, the named `services` (its
+        honeypot), then its networks no other container is on: at its last worker's stop.
+        How many containers went."""
+        containers = [str(c["Id"]) for c in self.managed_containers()]
+        for container in [*containers, *services]:
+            self._remove_container(container)
+        try:
+            listed = self.api.networks(filters={"label": f"{DEPLOYMENT_LABEL}={self.deployment}"})
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise wrap(exc, "list networks") from exc
+        for network in listed:
+            # another deployment's honeypot on a network ours made keeps it
+            with suppress(NotFound, APIError, DockerException):
+                if not self.api.inspect_network(network["Id"]).get("Containers"):
+                    self.api.remove_network(network["Id"])
+        return len(containers)
 
 
 def oom_kill_count(text: str) -> int | None:

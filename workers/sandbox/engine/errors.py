@@ -3,7 +3,11 @@ that meets one gets `infra_error` and no reward).
 
     SandboxError            our infrastructure failed
     ├── DockerUnavailable   the engine does not answer
-    ├── ImageMissing        the image is not on this host (we never pull at run time)
+    ├── ImageMissing        the image is not on this host (names are never pulled)
+    ├── PullFailed          the registry or the engine failed a task image's pull, or it
+    │                       outlasted its bound (`pull`)
+    ├── PathTooLarge        a path read out of an image is over the size asked for (the
+    │                       task's, not ours: `workers/repos.py` says so in the result)
     ├── ProtectionMissing   the engine would run a sandbox without a required protection
     ├── NetworkGone         a spare sandbox network or network holder went meanwhile
     │                       (`Engine.create` makes a fresh one and goes on)
@@ -14,7 +18,11 @@ that meets one gets `infra_error` and no reward).
     └── NoCapacity          the host's budget stayed full for as long as an episode may
                             wait (raised by workers/capacity.py)
 
-`wrap` and `exec_failed` turn the SDK's errors into these."""
+ImageNotInRegistry (not a SandboxError: the task's fault) says the registry answered that
+a task image reference does not exist.
+
+`wrap` and `exec_failed` turn the SDK's errors into these, `not_in_registry` tells a pull's
+missing image from a failing registry."""
 
 from __future__ import annotations
 
@@ -38,6 +46,14 @@ class ProtectionMissing(SandboxError):
     pass
 
 
+class PullFailed(SandboxError):
+    pass
+
+
+class ImageNotInRegistry(Exception):
+    """The registry says a task image reference does not exist: the task's fault, not ours."""
+
+
 class NetworkGone(SandboxError):
     """A spare sandbox network or network holder was removed meanwhile (pruned by another
     worker, or stopped by an engine restart)."""
@@ -45,6 +61,11 @@ class NetworkGone(SandboxError):
 
 class ExecStreamBroken(SandboxError):
     pass
+
+
+class PathTooLarge(SandboxError):
+    """A path read out of an image is over the size asked for (the task's, not ours:
+    `workers/repos.py` says so in the episode's result)."""
 
 
 class NoCapacity(SandboxError):
@@ -62,6 +83,15 @@ def wrap(exc: Exception, what: str) -> SandboxError:
     if isinstance(exc, requests.exceptions.ConnectionError | FileNotFoundError):
         return DockerUnavailable(f"{what}: the Docker engine does not answer ({exc})")
     return SandboxError(f"{what}: {exc}")
+
+
+def not_in_registry(exc: APIError) -> bool:
+    """Whether a pull's error is the registry saying the image does not exist (a 404, or
+    the same said in the pull's stream), rather than the registry or engine failing."""
+    if exc.status_code == 404:
+        return True
+    text = str(exc.explanation or exc).lower()
+    return "manifest unknown" in text or "name unknown" in text
 
 
 def exec_failed(exc: Exception, container_id: str) -> SandboxError:

@@ -93,8 +93,9 @@ class Holders(Networks):
         holder_id, ip = "", None
         try:
             created = self.api.create_container(
-                spec.image,
-                command=["sleep", "infinity"],
+                self.holder_image or spec.image,
+                entrypoint=["sleep"],
+                command=["infinity"],
                 user="0:0",  # out of reach of the sandbox user, in a pid namespace of its own
                 name=name,
                 hostname="sandbox",

@@ -29,6 +29,9 @@ class SandboxSpec:
     server: bool = False
     # a long-lived sandbox whose server serves many episodes (a server's, then)
     pooled: bool = False
+    # a path of the image the sandbox covers with an empty tmpfs of its own: a repository
+    # baked there, whose unsealed history must not be readable (workers/repos.py)
+    cover: str | None = None
 
     @property
     def served(self) -> bool:
