@@ -133,6 +133,14 @@ REPLY_MARGIN_S: Final = 60.0  # an action's reply is awaited this long beyond it
 FINISH_MARGIN_S: Final = 120.0  # a finish's reply is awaited this long beyond the tests' timeout
 FILE_ACTION_S: Final = 30.0  # time limit of a file read or write action
 
+# ---------------------------------------------------------------- uploaded archives (API)
+
+# checked while the archive streams through its decompressor (core/archive.py)
+ARCHIVE_MAX_BYTES: Final = 2 << 30  # an upload that unpacks past this is refused
+ARCHIVE_MAX_RATIO: Final = 100  # ... or past this many times its compressed size
+ARCHIVE_RATIO_ALLOWANCE_BYTES: Final = 1 << 20  # beyond this much (tar headers pad with zeros)
+ARCHIVE_MAX_MEMBERS: Final = 500_000
+
 # ---------------------------------------------------------------- adapters (API)
 
 # verl's SandboxFusion client waits compile_timeout + run_timeout + this ...
