@@ -47,7 +47,9 @@ IMAGES: Final = MappingProxyType(  # task image name → reference
     {"python": PYTHON_IMAGE, "python-sci": PYTHON_SCI_IMAGE, **LANGUAGE_IMAGES}
 )
 SANDBOX_USER: Final = "1000:1000"  # uid:gid the code under test runs as
-POOL_SIZE: Final = 2  # warm containers per image per worker process
+POOL_SIZE: Final = 2  # at most this many idle started sandboxes per spec per worker process
+POOL_HOST_MIN: Final = 1  # idle ones kept of each prewarmed spec per host, with no demand
+POOL_HOST_MAX: Final = 16  # idle and starting ones per host, all specs and pools together
 # a SandboxFusion `/run_code` request's memory when it names none (its pools are prewarmed too)
 RUN_CODE_MEMORY_MB: Final = 1024
 # `pooled` (sandboxes serving one episode after another, each a fresh uid, graded split:
@@ -160,6 +162,8 @@ SETTLED_S: Final = 60.0  # a child that ran this long died of something else tha
 RESPAWN_FIRST_S: Final = 1.0  # a child dying as it starts is replaced after this, doubling ...
 RESPAWN_LONGEST_S: Final = 60.0  # ... up to this
 POOL_IDLE_DRAIN_S: Final = 600.0  # warm containers unused this long are removed
+POOL_DEMAND_WINDOW_S: Final = 60.0  # a pool sizes a spec by its takes in this window
+POOL_START_GUESS_S: Final = 1.0  # a sandbox's start time until one is measured
 
 # ---------------------------------------------------------------- a host's capacity
 

@@ -58,6 +58,7 @@ from workers.guard import Guard
 from workers.honeypot import Honeypot
 from workers.janitor import Janitor, worker_name
 from workers.sandbox.checks import pick_runtime, verify_protections
+from workers.sandbox.demand import Budget, share
 from workers.sandbox.docker import Engine, SandboxError
 from workers.sandbox.pool import WarmPool
 from workers.sandbox.pooled import RunnerPool
@@ -348,9 +349,15 @@ def die_with_parent_if_spawned() -> None:
 
 
 def serve(
-    settings: Settings, *, burst: bool = False, child: bool = False, suffix: str | None = None
+    settings: Settings,
+    *,
+    burst: bool = False,
+    child: bool = False,
+    suffix: str | None = None,
+    slot: tuple[int, int] = (0, 1),
 ) -> None:
-    """One worker process: serve jobs until told to stop (`suffix`: see `worker_name`)."""
+    """One worker process: serve jobs until told to stop (`suffix`: see `worker_name`;
+    `slot`: its index among the host's worker processes, and how many there are)."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     if child:
         die_with_parent()
@@ -365,14 +372,17 @@ def serve(
     # registered before any pooled sandbox starts, which is then given them once instead of
     # in every request (`protocol.share`)
     importlib.import_module(RUN_EPISODE.rpartition(".")[0])
-    pool = WarmPool(engine, size=settings.pool_size)
+    # the host's floor and ceiling of idle sandboxes, shared out among its processes
+    budget = Budget(share(settings.pool_host_max, slot[1], slot[0]))
+    floor = min(share(settings.pool_host_min, slot[1], slot[0]), budget.ceiling)
+    pool = WarmPool(engine, size=settings.pool_size, budget=budget, floor=floor)
     runners = (
-        RunnerPool(engine, episodes=settings.pooled_episodes)
+        RunnerPool(engine, episodes=settings.pooled_episodes, budget=budget, floor=floor)
         if settings.isolation == "pooled"
         else None
     )
     # fresh containers, each with its server started, for one one-shot episode each
-    served = RunnerPool(engine, episodes=1, size=settings.pool_size)
+    served = RunnerPool(engine, episodes=1, size=settings.pool_size, budget=budget, floor=floor)
     honeypot = start_honeypot(settings, engine, store=store, worker=worker)
     guard = Guard(store, judge=make_judge(settings, store), honeypot=honeypot)
     rt = runtime.Runtime(
