@@ -62,6 +62,7 @@ from workers.sandbox.demand import Budget, share
 from workers.sandbox.docker import Engine, SandboxError
 from workers.sandbox.pool import WarmPool
 from workers.sandbox.pooled import RunnerPool
+from workers.teardown import honeypot_name, leave_engine
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +306,7 @@ def start_honeypot(
         engine,
         network=settings.honeypot_network,
         image=settings.honeypot_image or settings.images["python"],
-        name=f"proctor-honeypot-{settings.deployment_id}",
+        name=honeypot_name(settings),
         subnets=settings.sandbox_subnets,
     )
     janitor = None
@@ -421,6 +422,10 @@ def serve(
         work(client, settings.redis_url, queues, worker, burst=burst)
     finally:
         janitor.stop()
+        # the containers of the interactive episodes this process serves: no other process
+        # can serve their actions (the episodes end as lost: workers/janitor.py)
+        for container_id in list(rt.holding.values()):
+            engine.remove(container_id)
         pool.close()
         served.close()
         if runners is not None:
@@ -460,13 +465,19 @@ def run(settings: Settings, *, concurrency: int | None = None, burst: bool = Fal
     host's budget holds: `worker_count`) and keep them running; forward stop signals."""
     count = concurrency or worker_count(settings)
     if count == 1:
-        serve(settings, burst=burst, child=multiprocessing.parent_process() is not None)
+        try:
+            serve(settings, burst=burst, child=multiprocessing.parent_process() is not None)
+        finally:
+            leave_engine(settings)
         return 0
     from workers.supervisor import Supervisor
 
     supervisor = Supervisor(settings, count, burst=burst, target=serve)
     die_with_parent_if_spawned()
-    return supervisor.run()
+    try:
+        return supervisor.run()
+    finally:
+        leave_engine(settings)
 
 
 if __name__ == "__main__":
