@@ -141,7 +141,8 @@ class _Sealer:
         self.scratch = tmp / "scratch.git"  # ours: borrows the upload's objects, nothing else
         self.out = tmp / "out"
         self.env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            # the git `seal` found, and the system's directories: nothing of our environment
+            "PATH": f"{os.path.dirname(shutil.which('git') or '/usr/bin/git')}:{os.defpath}",
             "HOME": str(tmp),
             "LC_ALL": "C",
             "GIT_CONFIG_NOSYSTEM": "1",
