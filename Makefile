@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 PYTEST_ARGS ?=
-# the top-level packages (pyproject's packages.find include names the same ones)
+# the top-level packages: the client's (pyproject.toml) and the server's
+# (images/service/server-pyproject.toml), whose packages.find include names the same ones
 PACKAGES := proctor core anticheat service workers
 
 .PHONY: setup services images run serve worker test test-unit bench redteam openapi lint judge judge-stop up down logs

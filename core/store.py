@@ -111,7 +111,7 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
-from core import defaults, keys
+from core import defaults, keys, latency
 from core.sink import EpisodeSink
 from proctor.models import (
     EpisodeCreate,
@@ -125,6 +125,7 @@ from proctor.models import (
 
 LATENCY_BUCKETS = defaults.LATENCY_BUCKETS
 LATENCY_METRICS = ("total", "queued", "run", "sandbox_start")
+LATENCY_FIELDS = json.dumps([[le, latency.bucket_field(le)] for le in LATENCY_BUCKETS])
 TERMINAL = tuple(s.value for s in EpisodeStatus if s.terminal)
 # an identical request does not share an episode that ended like this: it runs again
 UNSHAREABLE = (EpisodeStatus.failed.value, EpisodeStatus.cancelled.value)
@@ -210,7 +211,7 @@ _LUA_STATUSES = (
 # KEYS: episode, active, verdict stats, latency keys (total, queued, run, sandbox_start),
 # events, queued, pace
 # ARGV: id, status, result json, verdict, ttl, then per latency metric: value or "" (4 values),
-# finished (unix time), latency buckets (JSON list)
+# finished (unix time), latency buckets (JSON list of [bound, field]: Lua would print 1.0 as "1")
 _FINISH = (
     _LUA_STATUSES
     + f"local PACE_WEIGHT = {PACE_WEIGHT}\n"
@@ -258,8 +259,8 @@ for i = 1, 4 do
     redis.call('HINCRBYFLOAT', key, 'sum', x)
     redis.call('HINCRBY', key, 'count', 1)
     -- one bucket per episode (b=…, not cumulative): the reader sums them up
-    for _, le in ipairs(buckets) do
-      if x <= le then redis.call('HINCRBY', key, 'b=' .. le, 1) break end
+    for _, b in ipairs(buckets) do
+      if x <= b[1] then redis.call('HINCRBY', key, b[2], 1) break end
     end
   end
 end
@@ -658,12 +659,7 @@ def catalog_terms(result: EpisodeResult) -> list[str]:
 
 def latency_bucket(total_s: float | None) -> str:
     """The one histogram bucket (`le`) a latency falls in, "+Inf" past the last; "" for none."""
-    if total_s is None:
-        return ""
-    for le in LATENCY_BUCKETS:
-        if total_s <= le:
-            return str(le)
-    return "+Inf"
+    return latency.bucket_of(total_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -922,7 +918,7 @@ class EpisodeStore:
         args: list[Any] = [result.id, result.status.value, stored_json, verdict]
         args += [self.result_ttl_s]
         args += ["" if v is None else repr(float(v)) for v in values]
-        args += [repr(entry.finished), json.dumps(list(LATENCY_BUCKETS))]
+        args += [repr(entry.finished), LATENCY_FIELDS]
         args += [entry.encode(), repr(entry.finished - self.result_ttl_s)]
         args += [latency_bucket(timings.total_s)]
         args += [json.dumps(list(entry.rules)), json.dumps(list(entry.categories))]

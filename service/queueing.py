@@ -38,29 +38,22 @@ from rq.serializers import JSONSerializer
 
 from core import keys
 from core.defaults import (
+    DEDUP_TTL_S,
+    FAILED_JOB_TTL_S,
     HEARTBEAT_TTL_S,
     INTAKE_LANES,
     JOB_OVERHEAD_S,
-    JOB_RESULT_TTL_S,
+    MAX_QUEUE_DEPTH,
+    MAX_QUEUE_WAIT_S,
+    MAX_SHUT_S,
     QUEUE_FULL_RETRY_AFTER_S,
+    SUCCEEDED_JOB_TTL_S,
 )
 from core.queues import QUEUE_NAME, RUN_EPISODE, host_queue_name
 from core.store import EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeMode
 from service.errors import Overloaded
 
-# A job that succeeded is RQ's for a second more: our record carries the result, and nothing
-# reads RQ's copy (the janitor reads only the jobs of episodes still queued). Not deleted at
-# once (`result_ttl=0`): RQ then reads the job's status and its executions back before it
-# deletes them, 7 round trips more per episode than letting its keys expire; its id stays in
-# RQ's finished registry until a worker's maintenance trims it (every 10 minutes). A failed
-# job stays a while, for whoever looks into it.
-SUCCEEDED_JOB_TTL_S = 1
-FAILED_JOB_TTL_S = JOB_RESULT_TTL_S * 60
-# The door stays shut at most this long after a refusal, whatever the drain estimate says
-# (a worker host that joins drains faster than the estimate knows); and a request let
-# through to find out whether one more episode passes holds it at most this long
-MAX_SHUT_S = 1.0
 # The request of this context that was let through after a refusal (`check_open`)
 _PROBE: contextvars.ContextVar[object | None] = contextvars.ContextVar("probe", default=None)
 # … and the intake lane it holds (`enter`)
@@ -86,10 +79,10 @@ class EpisodeQueue:
         client: redis.Redis,
         store: EpisodeStore,
         *,
-        max_depth: int = 10_000,
-        max_wait_s: float = 0.0,
+        max_depth: int = MAX_QUEUE_DEPTH,
+        max_wait_s: float = MAX_QUEUE_WAIT_S,
         worker_ttl_s: float = HEARTBEAT_TTL_S,
-        dedup_ttl_s: int = 600,
+        dedup_ttl_s: int = DEDUP_TTL_S,
         intake_lanes: int = INTAKE_LANES,
     ) -> None:
         self.redis = client

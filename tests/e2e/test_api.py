@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from core import keys
-from service.queueing import MAX_SHUT_S
+from core.defaults import MAX_SHUT_S
 from tests.conftest import (
     claimed_database,
     running_api,

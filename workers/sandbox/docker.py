@@ -1219,6 +1219,24 @@ class Engine:
             removed += 1
         return removed
 
+    def remove_deployment(self, services: Iterable[str] = ()) -> int:
+        """Remove this deployment's containers on this engine, the named `services` (its
+        honeypot), then its networks no other container is on: at its last worker's stop.
+        How many containers went."""
+        containers = [str(c["Id"]) for c in self.managed_containers()]
+        for container in [*containers, *services]:
+            self._remove_container(container)
+        try:
+            listed = self.api.networks(filters={"label": f"{DEPLOYMENT_LABEL}={self.deployment}"})
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, "list networks") from exc
+        for network in listed:
+            # another deployment's honeypot on a network ours made keeps it
+            with suppress(NotFound, APIError, DockerException):
+                if not self.api.inspect_network(network["Id"]).get("Containers"):
+                    self.api.remove_network(network["Id"])
+        return len(containers)
+
     def ensure_service(
         self,
         name: str,
