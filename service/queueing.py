@@ -4,12 +4,17 @@ The API refers to job functions by dotted path, so it never imports the worker s
 with it Docker). Payloads are JSON: the job carries only the episode id; the episode itself
 lives in its Redis record.
 
-Trainers retry, and send no idempotency key: a one-shot request whose content is identical
-to one in flight or recently completed gets that episode's id instead of a second sandbox.
-A retry after an infrastructure failure (status `failed`) or a cancel runs again.
+Dedup covers retries, not samples (`dedup_key`): a one-shot request that carries an
+idempotency key (the field, or the `Idempotency-Key` header the routes copy into it) gets
+the episode of an earlier request with the same key and the same content, in flight or
+recently completed, instead of a second sandbox. Without a key every request is a run of
+its own: two identical programs are two samples, and a timing-dependent program's second
+sample must be measured, not copied. A caller that wants identical requests to share
+(reruns of one data set) says so (`share_identical`). A retry after an infrastructure
+failure (status `failed`) or a cancel runs again.
 
 Dedup, the queue bound and the records are one atomic step in Redis (`EpisodeStore.create`),
-so concurrent identical requests share one episode and concurrent clients cannot overshoot
+so concurrent retries share one episode and concurrent clients cannot overshoot
 the bound; the RQ jobs are enqueued right after (an API that dies in between leaves queued
 episodes without a job, which the workers' janitor ends).
 
@@ -18,8 +23,8 @@ episode; until then this API process refuses new work at the door (`check_open`;
 routes that queue episodes, `service.door` answers in front of the application), before
 the body is read or Redis is asked. Then one request at a time is let through to find
 out, until Redis admits one. A flood of clients that resend at once on a 429 then costs
-the API little, and the episodes it accepts are not held up behind it. An identical
-request that would have shared a queued episode is refused too meanwhile.
+the API little, and the episodes it accepts are not held up behind it. A retry that
+would have shared a queued episode is refused too meanwhile.
 """
 
 from __future__ import annotations
@@ -70,6 +75,19 @@ _LANE: contextvars.ContextVar[_Lane | None] = contextvars.ContextVar("lane", def
 def content_key(request: EpisodeCreate) -> str:
     canonical = json.dumps(request.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return keys.dedup(hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def dedup_key(request: EpisodeCreate) -> str | None:
+    """The key a request shares an episode under, or None: it runs on its own.
+
+    The content is part of the key either way (the key is a digest of the request, which
+    holds the idempotency key): a key reused for a different request is a new run, never
+    another request's answer."""
+    if request.mode is not EpisodeMode.oneshot:
+        return None
+    if request.idempotency_key is None and not request.share_identical:
+        return None
+    return content_key(request)
 
 
 def job_timeout_s(request: EpisodeCreate) -> int:
@@ -160,15 +178,12 @@ class EpisodeQueue:
     def submit(self, requests: Sequence[EpisodeCreate]) -> list[str]:
         """Store and enqueue episodes (a whole batch at once, or none of it); ids in order.
 
-        Identical one-shot requests share one episode (see the module docstring). Beyond
+        Retries (one idempotency key) share one episode (see the module docstring). Beyond
         a bound — the queue's depth, or the wait the batch's last episode would see — the
         whole batch is refused (429) rather than queue work nobody will wait for.
         """
         self.check_open()
-        dedup_keys = [
-            content_key(r) if self.dedup_ttl_s > 0 and r.mode is EpisodeMode.oneshot else None
-            for r in requests
-        ]
+        dedup_keys = [dedup_key(r) if self.dedup_ttl_s > 0 else None for r in requests]
         admission = self.store.create(
             requests,
             dedup_keys=dedup_keys,

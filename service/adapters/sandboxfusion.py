@@ -53,6 +53,7 @@ from proctor.models import (
 )
 from service.adapters.deadline import run_within
 from service.deps import Resources
+from service.idempotency import keyed
 
 STDIN_FILE = ".proctor-stdin"
 OUTPUT_BYTES = 1 << 20  # SandboxFusion returns output whole; 1 MiB per stream here
@@ -234,11 +235,20 @@ def run_code_response(
     )
 
 
-async def run_code(resources: Resources, request: RunCodeRequest) -> RunCodeResponse:
-    """Run the program as an episode; SandboxFusion's answer, before verl's client gives up."""
+async def run_code(
+    resources: Resources,
+    request: RunCodeRequest,
+    *,
+    idempotency_key: str | None = None,
+    share_identical: bool = False,
+) -> RunCodeResponse:
+    """Run the program as an episode; SandboxFusion's answer, before verl's client gives up.
+    A call shares an earlier one's episode only under `service.idempotency`'s rules."""
     try:
-        episode: EpisodeCreate | Exception = run_code_episode(
-            request, HostMaxima.of(resources.settings)
+        episode: EpisodeCreate | Exception = keyed(
+            run_code_episode(request, HostMaxima.of(resources.settings)),
+            idempotency_key,
+            share_identical=share_identical,
         )
     except (UnsupportedRequest, ValueError) as exc:  # ValueError: pydantic refused a path
         return RunCodeResponse(status=RunStatus.SandboxError, message=str(exc))

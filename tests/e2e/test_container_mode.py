@@ -66,8 +66,7 @@ from tests.e2e.test_resource_exhaustion import (  # noqa: F401
 
 @pytest.fixture(scope="module")
 def service_url(docker_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    # a Redis database of its own: the session's service would take these episodes (and
-    # share identical requests' results)
+    # a Redis database of its own: the session's service would take these episodes
     log = tmp_path_factory.mktemp("container") / "service.log"
     with (
         claimed_database() as redis_url,

@@ -69,7 +69,7 @@ def test_a_batch_refused_for_its_size_leaves_the_door_open(
 ) -> None:
     quiet_redis.hset(keys.PACE, "gap", "0.01")  # a single one would wait 0.31 s
     with pytest.raises(Overloaded):
-        # 1.1 s for the last of 80 different ones (identical ones would share one episode)
+        # 1.1 s for the last of 80 different ones
         queue.submit([REQUEST.model_copy(update={"metadata": {"n": str(n)}}) for n in range(80)])
     queue.check_open()
 
