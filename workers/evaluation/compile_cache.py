@@ -48,7 +48,10 @@ from workers.sandbox.protocol import KillAll, Results, Run, Snapshot, SnapshotRe
 log = logging.getLogger(__name__)
 
 FORMAT = 1  # in the key: a change of what an entry holds misses every older entry
-MAX_ARTIFACT_BYTES = 32 << 20  # a program larger than this is not cached
+MAX_ARTIFACT_BYTES = 16 << 20  # a program larger than this is not cached
+# a miss reads the whole workspace back (`Snapshot`), inputs included: larger inputs than
+# this are not cached, so the reply stays well within what a worker reads of it
+MAX_INPUT_BYTES = 4 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +209,12 @@ def workspace_inputs(task: TaskSpec, solution: Solution) -> dict[str, str]:
     }
 
 
+def input_bytes(task: TaskSpec, solution: Solution) -> int:
+    texts = [*task.files.values(), *task.tests.files.values(), *solution.files.values()]
+    binary = task.tests.binary_files.values()
+    return sum(len(t.encode()) for t in texts) + sum(len(b) * 3 // 4 for b in binary)
+
+
 def cache_key(
     task: TaskSpec, solution: Solution, compile_run: Run, image_digest: str
 ) -> str | None:
@@ -216,6 +225,7 @@ def cache_key(
         or task.setup
         or task.repo is not None
         or not image_digest
+        or input_bytes(task, solution) > MAX_INPUT_BYTES
     ):
         return None
     limits = task.limits

@@ -14,6 +14,7 @@ import pytest
 
 from proctor.models import Limits, Solution, TaskSpec, TestFormat, TestSpec
 from workers.evaluation.compile_cache import (
+    MAX_INPUT_BYTES,
     CompileCache,
     Entry,
     cache_key,
@@ -87,6 +88,8 @@ def test_what_anything_but_the_files_shaped_is_not_cached() -> None:
     )
     assert key(task(), acting) is None
     assert key(task(), solution(), "") is None
+    # a workspace too large to read back whole compiles every time
+    assert key(task(files={"big.txt": "x" * (MAX_INPUT_BYTES + 1)}), solution()) is None
     assert key(task("typescript"), solution("let x = 1\n", "main.ts")) is None
 
 
