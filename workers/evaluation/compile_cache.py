@@ -35,6 +35,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from functools import cache
@@ -52,6 +53,7 @@ MAX_ARTIFACT_BYTES = 16 << 20  # a program larger than this is not cached
 # a miss reads the whole workspace back (`Snapshot`), inputs included: larger inputs than
 # this are not cached, so the reply stays well within what a worker reads of it
 MAX_INPUT_BYTES = 4 << 20
+STALE_STAGING_S = 3600.0  # an entry being written this long ago was left by a dead worker
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +150,8 @@ class CompileCache:
         """Remove the least recently used entries until the whole fits the budget."""
         entries = []
         for directory in self.root.iterdir():
-            if directory.name.startswith("."):
+            if directory.name.startswith("."):  # staging: a worker that died left it
+                self._remove_stale(directory)
                 continue
             try:
                 size = sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
@@ -161,6 +164,15 @@ class CompileCache:
                 break
             shutil.rmtree(directory, ignore_errors=True)
             total -= size
+
+    @staticmethod
+    def _remove_stale(staging: Path) -> None:
+        try:
+            stale = time.time() - staging.stat().st_mtime > STALE_STAGING_S
+        except OSError:
+            return
+        if stale:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 @cache

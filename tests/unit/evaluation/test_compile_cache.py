@@ -116,6 +116,17 @@ def test_the_least_recently_used_go_first_past_the_budget(tmp_path: Path) -> Non
     assert "old" not in kept and "newest" in kept
 
 
+def test_what_a_dead_worker_left_half_written_is_swept(tmp_path: Path) -> None:
+    cache = CompileCache(tmp_path, 1 << 20)
+    stale, fresh = tmp_path / ".staging-dead", tmp_path / ".staging-busy"
+    stale.mkdir()
+    fresh.mkdir()
+    past = time.time() - 2 * 3600
+    os.utime(stale, (past, past))
+    cache.put("k", Entry({"main": b"x"}, ("main",), 0.1))
+    assert not stale.exists() and fresh.exists()
+
+
 def test_a_directory_others_can_write_turns_the_cache_off(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o777)
