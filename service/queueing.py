@@ -43,12 +43,15 @@ from rq.serializers import JSONSerializer
 
 from core import keys
 from core.defaults import (
+    COMPILE_WALL_FACTOR,
+    COMPILE_WALL_SLACK_S,
     HEARTBEAT_TTL_S,
     INTAKE_LANES,
     JOB_OVERHEAD_S,
     JOB_RESULT_TTL_S,
     QUEUE_FULL_RETRY_AFTER_S,
 )
+from core.languages import LANGUAGES
 from core.queues import QUEUE_NAME, RUN_EPISODE, host_queue_name
 from core.store import EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeMode
@@ -95,7 +98,14 @@ def job_timeout_s(request: EpisodeCreate) -> int:
     actions = request.solution.actions if request.solution else []
     acting = sum(getattr(a, "timeout_s", 0.0) for a in actions)
     setup = len(request.task.setup) * limits.timeout_s
-    return int(limits.timeout_s + acting + setup + JOB_OVERHEAD_S)
+    lang = LANGUAGES.get(request.task.language or "")
+    # a compile runs at most this long by the wall clock (`grading.compile_step`)
+    compiling = (
+        limits.compile_timeout_s * COMPILE_WALL_FACTOR + COMPILE_WALL_SLACK_S
+        if lang is not None and lang.compiled
+        else 0.0
+    )
+    return int(limits.timeout_s + acting + setup + compiling + JOB_OVERHEAD_S)
 
 
 class EpisodeQueue:
