@@ -33,6 +33,7 @@ bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in 
 	@cd bench && ../$(PY) redis_cost.py
 	@cd bench && ../$(PY) capacity.py
 	@cd bench && ../$(PY) languages.py
+	@cd bench && ../$(PY) compile_time.py
 	@$(PY) bench/screen.py
 	@$(PY) bench/screen_adversarial.py
 	@cd bench && ../$(PY) ui.py

@@ -158,6 +158,12 @@ class Settings(BaseSettings):
     heartbeat_s: float = defaults.HEARTBEAT_S
     heartbeat_ttl_s: float = defaults.HEARTBEAT_TTL_S
     reaper_interval_s: float = defaults.REAPER_INTERVAL_S
+    compile_cache_mb: int = Field(
+        defaults.COMPILE_CACHE_MB, ge=0, description="a host's compiled programs; 0: no cache"
+    )
+    compile_cache_dir: Path | None = Field(
+        None, description="where a host keeps them; unset: ~/.cache/proctor/compile"
+    )
 
     # --- the LLM judge (PROCTOR_JUDGE_*; anticheat.judge.settings.JudgeSettings reads these)
     judge_url: str = Field(

@@ -201,3 +201,11 @@ RESERVE_POLL_S: Final = (0.02, 0.25)
 RESERVE_LEFT_S: Final = 5.0
 RESERVE_STATUS_S: Final = 1.0  # ... and looking this often whether it ended meanwhile
 RESERVATIONS_TTL_S: Final = 24 * 3600  # a host's reservations outlast its last sweep this long
+
+# ---------------------------------------------------------------- compiling
+
+# a compile is stopped once it has both run and spent CPU for its compile_timeout; a compile
+# that waits on nothing is stopped at this many times it, plus the slack, of wall clock
+COMPILE_WALL_FACTOR: Final = 4.0
+COMPILE_WALL_SLACK_S: Final = 5.0
+COMPILE_CACHE_MB: Final = 1024  # a host's compiled programs, least recently used evicted

@@ -525,6 +525,20 @@ class EpisodeCreate(_Request):
     solution: Solution | None = None
     mode: EpisodeMode = EpisodeMode.oneshot
     metadata: dict[str, str] = Field(default_factory=dict, max_length=64)
+    idempotency_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="a retry of this request sends the same key and gets the first one's "
+        "episode (one-shot, same content, within PROCTOR_DEDUP_TTL_S); without a key every "
+        "request is its own run (the `Idempotency-Key` header sets it too)",
+    )
+    share_identical: bool = Field(
+        False,
+        description="content dedup: share the episode of an identical one-shot request that "
+        "also asked for it, within PROCTOR_DEDUP_TTL_S (for reruns of the same data; never "
+        "for samples whose runs must be their own)",
+    )
 
     @model_validator(mode="after")
     def _solution_matches_mode(self) -> EpisodeCreate:

@@ -53,8 +53,13 @@ from proctor.models import (
 )
 from service.adapters.deadline import run_within
 from service.deps import Resources
+from service.idempotency import keyed
 
 STDIN_FILE = ".proctor-stdin"
+# SandboxFusion runs these with no compile step (`go test`, `tsx`), all within run_timeout:
+# their compile step here gets the larger of the two timeouts, so a request SandboxFusion
+# runs is not refused a compile it never limited
+NO_COMPILE_STEP = frozenset({"go_test", "typescript"})
 OUTPUT_BYTES = 1 << 20  # SandboxFusion returns output whole; 1 MiB per stream here
 DEFAULT_MEMORY_MB = RUN_CODE_MEMORY_MB
 MIN_TIMEOUT_S = 0.1  # SandboxFusion takes any number; a limit must be positive
@@ -132,6 +137,9 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
             files[path] = data.decode("utf-8")
         except UnicodeDecodeError:
             binary[path] = base64.b64encode(data).decode("ascii")
+    compile_timeout = request.compile_timeout
+    if lang.name in NO_COMPILE_STEP:
+        compile_timeout = max(compile_timeout, request.run_timeout)
     tests: dict[str, str] = {}
     if request.stdin is not None:
         tests[STDIN_FILE] = request.stdin
@@ -152,7 +160,7 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
             ),
             limits=Limits(
                 timeout_s=request.run_timeout,
-                compile_timeout_s=max(request.compile_timeout, MIN_TIMEOUT_S),
+                compile_timeout_s=max(compile_timeout, MIN_TIMEOUT_S),
                 memory_mb=min(max(memory, 32), 16_384),
                 output_bytes=output_bytes,
             ),
@@ -234,15 +242,24 @@ def run_code_response(
     )
 
 
-async def run_code(resources: Resources, request: RunCodeRequest) -> RunCodeResponse:
-    """Run the program as an episode; SandboxFusion's answer, before verl's client gives up."""
+async def run_code(
+    resources: Resources,
+    request: RunCodeRequest,
+    *,
+    idempotency_key: str | None = None,
+    share_identical: bool = False,
+) -> RunCodeResponse:
+    """Run the program as an episode; SandboxFusion's answer, before verl's client gives up.
+    A call shares an earlier one's episode only under `service.idempotency`'s rules."""
     try:
-        episode: EpisodeCreate | Exception = run_code_episode(
-            request, HostMaxima.of(resources.settings)
+        episode: EpisodeCreate | Exception = keyed(
+            run_code_episode(request, HostMaxima.of(resources.settings)),
+            idempotency_key,
+            share_identical=share_identical,
         )
     except (UnsupportedRequest, ValueError) as exc:  # ValueError: pydantic refused a path
         return RunCodeResponse(status=RunStatus.SandboxError, message=str(exc))
-    deadline = (
+    deadline = (  # what the client waits: its own compile_timeout, whatever ours is
         request.compile_timeout
         + request.run_timeout
         + SANDBOXFUSION_CLIENT_SLACK_S

@@ -39,10 +39,12 @@ The grader's files that are alike in every episode (bootstrap, plugin, defences)
 files (`protocol.share`): a pooled sandbox is given them once, not with every episode.
 
 A task in a compiled language (`task.language`, `core.languages`) compiles in its own run
-just before the tests, after the seal, within `limits.compile_timeout_s` and the output
-cap like any run. When it failed, its result is the one scored (`compile_error`); the test
-run after it finds nothing to run and fails at once (it is not skipped, so a grader that
-reads only the tests' result still scores the code 0, never our failure).
+just before the tests, after the seal, within `limits.compile_timeout_s` of its own time
+(`compile_step`) and the output cap like any run; a compile that reads only its source runs
+before the tests' text files are written (`TESTS_AFTER_COMPILE`). When it failed, its result
+is the one scored (`compile_error`); the test run after it finds nothing to run and fails at
+once (it is not skipped, so a grader that reads only the tests' result still scores the code
+0, never our failure).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from core.defaults import COMPILE_WALL_FACTOR, COMPILE_WALL_SLACK_S
 from core.languages import LANGUAGES
 from proctor.models import NewProtectedFiles, TaskSpec, TestFormat
 from workers.evaluation import marker
@@ -132,6 +135,9 @@ CONFIG_FILES = frozenset(
         "pyproject.toml",
     }
 )
+# languages whose compile reads only its named source (and the binary files: jars): their
+# tests' text files are written after it (`_sealed_run`)
+TESTS_AFTER_COMPILE = frozenset({"cpp", "c", "rust", "go", "java"})
 REPORT_NAME = "report.xml"
 EVERY_NAME = "*"  # a scrub's names match by suffix when they start with `*`: this is every file
 
@@ -285,14 +291,20 @@ def hidden_tests(task: TaskSpec) -> list[str]:
 
 
 def compile_step(task: TaskSpec, env: dict[str, str]) -> Run | None:
-    """The compile run of a task in a compiled language, limited like any run."""
+    """The compile run of a task in a compiled language. Its limit counts the compiler's own
+    time: it is stopped once it has both run and spent CPU for `compile_timeout_s`, so the
+    time a busy host kept it waiting (for a core, for a cold disk) is not held against the
+    code; a compile that waits on nothing is stopped at a multiple of it (docs/isolation.md,
+    *Compile time*)."""
     lang = LANGUAGES.get(task.language or "")
     if lang is None or lang.compile is None:
         return None
+    limit = task.limits.compile_timeout_s
     return Run(
         command=lang.compile,
         env={"HOME": env["HOME"], "LANG": "C.UTF-8"},
-        timeout_s=task.limits.compile_timeout_s,
+        timeout_s=limit * COMPILE_WALL_FACTOR + COMPILE_WALL_SLACK_S,
+        cpu_limit_s=limit,
         output_bytes=task.limits.output_bytes,
     )
 
@@ -459,12 +471,17 @@ def _sealed_run(
     """Kill, scrub and restore, write the tests and the private grader directory (its
     per-run files, and `shared`: those alike in every episode), run."""
     ops = sealing(task, keep=keep, restore=restore)
+    # a compile that reads only the code runs before the tests' text files are in: what it
+    # saw is the code's (the compile cache's key), whatever stdin a case brings
+    after = compile_run is not None and task.language in TESTS_AFTER_COMPILE
+    tests = Write(files={} if after else task.tests.files, binary=task.tests.binary_files)
     ops += [
-        Write(files=task.tests.files, binary=task.tests.binary_files),
+        tests,
         MakeDir(path=grader),
         MakeDir(path=f"{grader}/home"),
         Write(root=grader, files=grader_files, shared=shared),
         *([compile_run] if compile_run is not None else []),
+        *([Write(files=task.tests.files)] if after and task.tests.files else []),
         test,
         KillAll(),
     ]
