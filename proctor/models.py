@@ -18,6 +18,8 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
+from proctor.judging import CaseVerdict, JudgeSpec
+
 __all__ = [
     "LANGUAGE_NAMES",
     "MAX_FILES",
@@ -191,6 +193,9 @@ class TestFormat(StrEnum):
     # they all ran to their end, which a grader's completion marker attests (no pytest, no
     # command of the task's own)
     assert_ = "assert"
+    # stdin/stdout cases judged one by one (`judge`, `proctor.judging`): the program is the
+    # task's `language`, compiled once
+    cases = "cases"
 
 
 class TestSpec(_Request):
@@ -215,6 +220,7 @@ class TestSpec(_Request):
     pass_to_pass: list[str] = Field(
         default_factory=list, description="tests that must keep passing (SWE-bench PASS_TO_PASS)"
     )
+    judge: JudgeSpec | None = Field(None, description="format `cases`: the cases and how to judge")
 
     _files = field_validator("files")(_check_files)
 
@@ -229,6 +235,8 @@ class TestSpec(_Request):
     def _assert_runs_its_files(self) -> TestSpec:
         if self.format is TestFormat.assert_ and self.command is not None:
             raise ValueError("format `assert` runs the `.py` test files itself: give no command")
+        if (self.format is TestFormat.cases) != (self.judge is not None):
+            raise ValueError("format `cases` and `judge` go together")
         return self
 
 
@@ -327,6 +335,9 @@ LANGUAGE_NAMES = frozenset(
     }
 )
 
+# languages whose program is a test suite, not one that reads stdin
+TEST_LANGUAGES = ("pytest", "junit", "go_test")
+
 
 class TaskSpec(_Request):
     image: str = Field("python", max_length=128, description="a name from the image allowlist")
@@ -364,6 +375,12 @@ class TaskSpec(_Request):
             known = ", ".join(sorted(LANGUAGE_NAMES))
             raise ValueError(f"language {name!r} is not supported; supported: {known}")
         return name
+
+    @model_validator(mode="after")
+    def _judged_program(self) -> TaskSpec:
+        if self.tests.format is TestFormat.cases and self.language in (None, *TEST_LANGUAGES):
+            raise ValueError("format `cases` runs a program: give its `language` (not a test one)")
+        return self
 
     @field_validator("protected_paths")
     @classmethod
@@ -497,6 +514,7 @@ class Verdict(StrEnum):
     failed = "failed"
     timeout = "timeout"
     oom = "oom"
+    output_limit = "output_limit"
     compile_error = "compile_error"
     runtime_error = "runtime_error"
     cheat = "cheat"
@@ -520,6 +538,7 @@ class TestCase(_Result):
     outcome: TestOutcome
     duration_s: float = 0.0
     message: str | None = None
+    verdict: CaseVerdict | None = None  # a judged case's (format `cases`)
 
 
 class Observation(_Result):

@@ -207,6 +207,10 @@ def grading_plan(
     `split` (the sandbox has a root server) tests of a `split_shape` run out of the
     solution's reach.
     """
+    if task.tests.format is TestFormat.cases:
+        from workers.evaluation.judging import judge_plan  # it builds on this module's sealing
+
+        return judge_plan(task, keep=keep, restore=restore)
     shape = split_shape(task) if split else None
     if shape is not None:
         return _split_plan(task, shape, keep=keep, restore=restore)

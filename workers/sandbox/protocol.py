@@ -277,6 +277,9 @@ class Run(Op[RunResult]):
     # tests, {"files", "binary", "shape"}, go to a grader process of a uid of its own; the
     # solution runs in another, as the episode; `report` is then the grader's record
     split: dict[str, Any] | None = None
+    # code-contest judging (`assets/judge.py`): `command` runs once per case of this spec;
+    # `report` is then the judge's record
+    judge: dict[str, Any] | None = None
 
 
 class KillAll(Op[KillAllResult]):
