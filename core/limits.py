@@ -77,11 +77,7 @@ def oneshot_seconds(request: EpisodeCreate) -> float:
         limits.compile_timeout_s if language and languages.language(language).compiled else 0
     )
     judge = request.task.tests.judge
-    testing = (
-        judge.run_seconds(limits.timeout_s, limits.compile_timeout_s)
-        if judge is not None
-        else limits.timeout_s
-    )
+    testing = judge.run_seconds(limits.timeout_s) if judge is not None else limits.timeout_s
     return limits.timeout_s * len(request.task.setup) + testing + acting + compiling
 
 

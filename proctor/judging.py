@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "CASE_SLACK_S",
+    "CHECKER_COMPILE_S",
     "MAX_CASES",
     "CaseVerdict",
     "Checker",
@@ -28,6 +29,9 @@ __all__ = [
 
 MAX_CASES = 1000
 CASE_SLACK_S = 0.5  # a case's start, its kill and its leftovers' kill, beyond its time limit
+# a checker's compile: the task's, not the code's, so not the code's compile timeout (g++
+# parses testlib.h's 200 kB in seconds, many on a busy host)
+CHECKER_COMPILE_S = 60.0
 
 
 class Comparison(StrEnum):
@@ -88,11 +92,11 @@ class JudgeSpec(BaseModel):
         False, description="skip the cases after the first that is not accepted"
     )
 
-    def run_seconds(self, timeout_s: float, compile_timeout_s: float) -> float:
+    def run_seconds(self, timeout_s: float) -> float:
         """The longest the judged run takes: every case at its time limit (`timeout_s`) and
         its share of slack, then the checker's compile and one run per case at that limit."""
         cases = len(self.cases)
         total = cases * (timeout_s + CASE_SLACK_S)
         if self.checker is not None:
-            total += compile_timeout_s + cases * timeout_s
+            total += CHECKER_COMPILE_S + cases * timeout_s
         return total

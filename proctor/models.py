@@ -337,6 +337,7 @@ LANGUAGE_NAMES = frozenset(
 
 # languages whose program is a test suite, not one that reads stdin
 TEST_LANGUAGES = ("pytest", "junit", "go_test")
+JUDGED_OUTPUT_BYTES = 32 << 20  # every case's stdout together, as a judged run returns them
 
 
 class TaskSpec(_Request):
@@ -380,6 +381,13 @@ class TaskSpec(_Request):
     def _judged_program(self) -> TaskSpec:
         if self.tests.format is TestFormat.cases and self.language in (None, *TEST_LANGUAGES):
             raise ValueError("format `cases` runs a program: give its `language` (not a test one)")
+        judge = self.tests.judge
+        if judge is not None and len(judge.cases) * self.limits.output_bytes > JUDGED_OUTPUT_BYTES:
+            raise ValueError(
+                f"{len(judge.cases)} cases of limits.output_bytes {self.limits.output_bytes} "
+                f"can print more than the {JUDGED_OUTPUT_BYTES} bytes a judged run returns: "
+                "lower limits.output_bytes or send fewer cases"
+            )
         return self
 
     @field_validator("protected_paths")

@@ -17,14 +17,11 @@ from tests.e2e.helpers import run
 
 pytestmark = [pytest.mark.docker, pytest.mark.redis]
 
-SUM_CPP = (
-    "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<\"\\n\";}\n"
-)
+SUM_CPP = '#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<"\\n";}\n'
 SUM_PY = "a, b = map(int, input().split())\nprint(a + b)\n"
 # wrong when a > 5
 HALF_WRONG_CPP = (
-    "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;"
-    "std::cout<<(a>5?a-b:a+b)<<\"\\n\";}\n"
+    '#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<(a>5?a-b:a+b)<<"\\n";}\n'
 )
 SUM_CASES = [{"stdin": f"{i} {i * 2}\n", "expected_stdout": f"{i * 3}\n"} for i in range(10)]
 
@@ -83,9 +80,7 @@ def test_python_cases(http: httpx.Client) -> None:
 
 
 # any two numbers that sum to the input: many right answers, which no comparison accepts
-SPLIT_CPP = (
-    "#include <iostream>\nint main(){long n;std::cin>>n;std::cout<<n-1<<' '<<1<<\"\\n\";}\n"
-)
+SPLIT_CPP = "#include <iostream>\nint main(){long n;std::cin>>n;std::cout<<n-1<<' '<<1<<\"\\n\";}\n"
 SPLIT_WRONG_CPP = (
     "#include <iostream>\nint main(){long n;std::cin>>n;std::cout<<n<<' '<<1<<\"\\n\";}\n"
 )
@@ -217,7 +212,7 @@ def test_python_memory_error_is_memory_limit(http: httpx.Client) -> None:
 DEEP_CPP = (
     "#include <iostream>\n__attribute__((noinline)) long depth(long n){volatile char pad[256];"
     "pad[n&255]=1;if(n==0)return 0;long r=depth(n-1);return r+pad[n&255];}\n"
-    "int main(){long n;std::cin>>n;std::cout<<depth(n)<<\"\\n\";}\n"
+    'int main(){long n;std::cin>>n;std::cout<<depth(n)<<"\\n";}\n'
 )
 
 
@@ -232,8 +227,8 @@ def test_stack_size_is_settable(http: httpx.Client) -> None:
 
 def test_online_judge_is_defined_for_c_and_cpp(http: httpx.Client) -> None:
     code = (
-        "#include <cstdio>\nint main(){\n#ifdef ONLINE_JUDGE\nputs(\"judge\");\n#else\n"
-        "puts(\"local\");\n#endif\n}\n"
+        '#include <cstdio>\nint main(){\n#ifdef ONLINE_JUDGE\nputs("judge");\n#else\n'
+        'puts("local");\n#endif\n}\n'
     )
     result = run(http, judged("cpp", code, [{"stdin": "", "expected_stdout": "judge\n"}]))
     assert result["passed"], result
@@ -250,8 +245,46 @@ def test_output_limit_ends_the_case(http: httpx.Client) -> None:
 
 def test_time_limit_per_case(http: httpx.Client) -> None:
     code = "import time\nn = int(input())\ntime.sleep(n)\nprint(n)\n"
-    cases = [{"stdin": "0\n", "expected_stdout": "0\n"}, {"stdin": "30\n", "expected_stdout": "30\n"}]
+    cases = [
+        {"stdin": "0\n", "expected_stdout": "0\n"},
+        {"stdin": "30\n", "expected_stdout": "30\n"},
+    ]
     result = run(http, judged("python", code, cases, limits={"timeout_s": 1}))
     assert verdicts(result) == ["accepted", "time_limit"], result
     assert result["verdict"] == "timeout"
     assert result["reward"] == pytest.approx(0.5)
+
+
+def run_code(http: httpx.Client, **body: Any) -> dict[str, Any]:
+    response = http.post("/run_code", json=body)
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def test_run_code_with_cases(http: httpx.Client) -> None:
+    """SandboxFusion's request with Proctor's `cases`: verdicts, count and fraction back."""
+    answer = run_code(http, language="cpp", code=HALF_WRONG_CPP, cases=SUM_CASES, run_timeout=5)
+    assert answer["status"] == "Failed", answer
+    assert answer["compile_result"]["status"] == "Finished"
+    assert [c["verdict"] for c in answer["cases"]] == ["accepted"] * 6 + ["wrong_answer"] * 4
+    assert answer["accepted"] == 6
+    assert answer["score"] == pytest.approx(0.6)
+    right = run_code(http, language="python", code=SUM_PY, cases=SUM_CASES[:3])
+    assert right["status"] == "Success", right
+    assert right["score"] == 1.0
+
+
+def test_run_code_with_a_checker_and_a_memory_limit(http: httpx.Client) -> None:
+    checker = {"language": "cpp", "source": TESTLIB_CHECKER}
+    python_split = "n = int(input())\nprint(n - 2, 2)\n"
+    answer = run_code(
+        http, language="python", code=python_split, cases=SPLIT_CASES, checker=checker
+    )
+    assert answer["status"] == "Success", answer
+    cases = [{"stdin": "", "expected_stdout": ""}]
+    hog = run_code(http, language="cpp", code=HOG["cpp"], cases=cases, memory_limit_MB=128)
+    assert hog["run_result"]["status"] == "MemoryLimitExceeded", hog
+    assert hog["cases"][0]["verdict"] == "memory_limit"
+    single = run_code(http, language="cpp", code=HOG["cpp"], memory_limit_MB=128)
+    assert single["run_result"]["status"] == "MemoryLimitExceeded", single

@@ -20,13 +20,12 @@ Where the expected outputs are (the code under test never reads them):
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from core.languages import LANGUAGES
+from proctor.judging import CHECKER_COMPILE_S
 from proctor.models import TaskSpec
-from workers.evaluation.grading import GradingPlan, compile_step, sealing
 from workers.sandbox.protocol import KillAll, MakeDir, Op, Run
 
 # C and C++ programs are compiled as on Codeforces and most judges: `#ifndef ONLINE_JUDGE`
@@ -40,17 +39,28 @@ CHECKER_COMMANDS = {
 RECORD_SLACK_BYTES = 8192  # a case's stderr start and fields, beyond its stdout
 
 
-def judge_plan(
-    task: TaskSpec, *, keep: set[str], restore: Mapping[str, str | bytes]
-) -> GradingPlan:
-    """Seal the workspace, make the program a home, compile it, judge every case."""
+@dataclass(frozen=True, slots=True)
+class JudgedRun:
+    ops: list[Op[Any]]
+    test: Run  # the judge op, one of `ops`
+    compile: Run | None  # the program's compile, one of `ops`
+
+
+def judged_run(
+    task: TaskSpec,
+    sealed: list[Op[Any]],
+    *,
+    grader: str,
+    env: dict[str, str],
+    compiled: Run | None,
+    checker_dir: str,
+) -> JudgedRun:
+    """After `sealed` (the workspace sealed), make the program a home in `grader`, compile
+    it (`compiled`, the language's compile step), judge every case."""
     judge = task.tests.judge
     lang = LANGUAGES[task.language or ""]
     assert judge is not None  # format `cases` and `judge` go together (TestSpec)
     limits = task.limits
-    grader = f"/tmp/.grader-{secrets.token_hex(8)}"
-    env = {"HOME": f"{grader}/home", "LANG": "C.UTF-8"}
-    compiled = compile_step(task, env)
     if compiled is not None and lang.name in JUDGE_DEFINES:
         compiled = Run(
             command=compiled.command + JUDGE_DEFINES[lang.name],
@@ -68,11 +78,11 @@ def judge_plan(
     if judge.checker is not None:
         source_name, build, run = CHECKER_COMMANDS[judge.checker.language]
         spec["checker"] = {
-            "dir": f"/tmp/.checker-{secrets.token_hex(8)}",
+            "dir": checker_dir,
             "source_name": source_name,
             "source": judge.checker.source,
             "compile": build,
-            "compile_timeout_s": limits.compile_timeout_s,
+            "compile_timeout_s": CHECKER_COMPILE_S,
             "run": run,
             "timeout_s": limits.timeout_s,
             "expected": [case.expected_stdout for case in judge.cases],
@@ -80,17 +90,17 @@ def judge_plan(
     test = Run(
         command=task.tests.command or lang.run,
         env=env,
-        timeout_s=judge.run_seconds(limits.timeout_s, limits.compile_timeout_s),
+        timeout_s=judge.run_seconds(limits.timeout_s),
         output_bytes=limits.output_bytes,
         report_bytes=len(judge.cases) * (limits.output_bytes + RECORD_SLACK_BYTES),
         judge=spec,
     )
     ops: list[Op[Any]] = [
-        *sealing(task, keep=keep, restore=restore),
+        *sealed,
         MakeDir(path=grader),
         MakeDir(path=f"{grader}/home"),
         *([compiled] if compiled is not None else []),
         test,
         KillAll(),
     ]
-    return GradingPlan(ops=ops, test=test, timeout_s=test.timeout_s, compile=compiled)
+    return JudgedRun(ops=ops, test=test, compile=compiled)

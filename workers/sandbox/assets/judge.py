@@ -153,10 +153,10 @@ def judge_case(
     proc.stdout.close()
     proc.stderr.close()
     after = oom_kills()
-    if status == "exited" and code == SIGKILLED:
-        # uncounted (no cgroup count readable): a SIGKILL we did not send
-        if before is None or after is None or after > before:
-            status = "oom"
+    # uncounted (no cgroup count readable): a SIGKILL we did not send
+    killed = status == "exited" and code == SIGKILLED
+    if killed and (before is None or after is None or after > before):
+        status = "oom"
     if status == "exited" and seen > output_bytes:
         status = "output_limit"
     cpu = (rusage.ru_utime + rusage.ru_stime) if rusage is not None else None
