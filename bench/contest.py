@@ -36,6 +36,8 @@ for x in map(int, data[1 : n + 1]):
 print(best)
 """
 SOURCES = {"cpp": ("main.cpp", CPP), "python": ("main.py", PYTHON)}
+# the system's interpreter, not a version manager's shim (a shell script per start)
+PYTHON_BIN = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else "python3"
 
 
 def case_set(count: int = CASES) -> list[dict[str, str]]:
@@ -70,7 +72,7 @@ def host(language: str, cases: list[dict[str, str]], tag: str) -> dict[str, Any]
                 check=True,
             )
         compiled = time.perf_counter()
-        command = ["./main"] if language == "cpp" else ["python3", name]
+        command = ["./main"] if language == "cpp" else [PYTHON_BIN, name]
         accepted = 0
         for case in cases:
             ran = subprocess.run(
@@ -104,6 +106,8 @@ def proctor(
     total = time.perf_counter() - started
     built = answer.get("compile_result") or {}
     judged = answer.get("cases") or []
+    if answer.get("accepted") is None:
+        raise RuntimeError(f"/run_code did not judge the cases: {answer.get('message')}")
     return {
         "accepted": answer.get("accepted"),
         "status": answer.get("status"),

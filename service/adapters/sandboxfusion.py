@@ -55,6 +55,7 @@ from core.defaults import (
 from core.limits import HostMaxima
 from proctor.judging import CaseVerdict, Checker, Comparison, JudgeSpec, StdioCase
 from proctor.models import (
+    JUDGED_OUTPUT_BYTES,
     EpisodeCreate,
     EpisodeResult,
     Limits,
@@ -178,6 +179,8 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
         image = "cpp"  # g++ and testlib.h; python3 (without numpy) is there too
     memory = request.memory_limit_MB if request.memory_limit_MB > 0 else DEFAULT_MEMORY_MB
     output_bytes = OUTPUT_BYTES
+    if judge is not None:  # every case's stdout comes back in one record
+        output_bytes = min(output_bytes, JUDGED_OUTPUT_BYTES // len(judge.cases))
     if maxima is not None:  # what we choose, not what the caller asked, fits the deployment
         output_bytes = min(output_bytes, maxima.output_bytes)
         if request.memory_limit_MB <= 0:

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from core import languages
 from tests.e2e.helpers import run
 
 pytestmark = [pytest.mark.docker, pytest.mark.redis]
@@ -35,16 +36,16 @@ def judged(
     limits: dict[str, Any] | None = None,
     **judge: Any,
 ) -> dict[str, Any]:
-    source = {"cpp": "main.cpp", "c": "main.c", "python": "main.py", "java": "Main.java"}
+    lang = languages.language(language)
     return {
         "task": {
-            "image": "python-sci" if language == "python" else "cpp",
+            "image": lang.image,
             "language": language,
             "tests": {"format": "cases", "judge": {"cases": cases, **judge}},
             "limits": {"timeout_s": 5, **(limits or {})},
             "scoring": scoring,
         },
-        "solution": {"files": {source[language]: code}},
+        "solution": {"files": {lang.source: code}},
     }
 
 
@@ -183,11 +184,19 @@ HOG = {
     "c": "#include <stdlib.h>\nint main(void){for(;;){char* p=malloc(1<<20);if(!p)return 1;"
     "for(int i=0;i<(1<<20);i+=4096)p[i]=1;}}\n",
     "python": "x = []\nwhile True:\n    x.append(bytearray(1 << 20))\n",
+    "java": "import java.util.*;\npublic class Main { public static void main(String[] a) {"
+    " List<long[]> v = new ArrayList<>(); for (;;) v.add(new long[1 << 17]); } }\n",
+    "go": "package main\nfunc main(){v:=[][]byte{};for{b:=make([]byte,1<<20);"
+    "for i:=range b{b[i]=1};v=append(v,b)}}\n",
+    "rust": "fn main(){let mut v:Vec<Vec<u8>>=Vec::new();loop{v.push(vec![1u8;1<<20]);}}\n",
 }
 RUNTIME_ERROR = {
     "cpp": "int main(){return 3;}\n",
     "c": "int main(void){return 3;}\n",
     "python": "raise SystemExit(3)\n",
+    "java": "public class Main { public static void main(String[] a) { System.exit(3); } }\n",
+    "go": 'package main\nimport "os"\nfunc main(){os.Exit(3)}\n',
+    "rust": "fn main(){std::process::exit(3);}\n",
 }
 
 

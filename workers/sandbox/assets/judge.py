@@ -127,6 +127,9 @@ def judge_case(
         if code is None and now >= deadline:
             status = "timeout"
             break
+        if not selector.get_map():  # both pipes closed: the exit is a moment away
+            time.sleep(min(0.0005, max(deadline - now, 0.0)))
+            continue
         for key, _ in selector.select(timeout=max(min(0.02, deadline - now), 0.0)):
             chunk = os.read(key.fd, READ_CHUNK)
             if not chunk:
