@@ -34,6 +34,7 @@ def judged(
     *,
     scoring: str = "partial",
     limits: dict[str, Any] | None = None,
+    isolation: str | None = None,
     **judge: Any,
 ) -> dict[str, Any]:
     lang = languages.language(language)
@@ -44,6 +45,7 @@ def judged(
             "tests": {"format": "cases", "judge": {"cases": cases, **judge}},
             "limits": {"timeout_s": 5, **(limits or {})},
             "scoring": scoring,
+            **({"isolation": isolation} if isolation else {}),
         },
         "solution": {"files": {lang.source: code}},
     }
@@ -130,7 +132,10 @@ def test_a_checker_that_does_not_compile_is_the_tasks_failure(http: httpx.Client
     assert "checker does not compile" in result["error"]
 
 
-def test_the_program_cannot_read_the_checker_or_the_answers(http: httpx.Client) -> None:
+@pytest.mark.parametrize("isolation", ["pooled", "container"])
+def test_the_program_cannot_read_the_checker_or_the_answers(
+    http: httpx.Client, isolation: str
+) -> None:
     """While a case runs, nothing of the expected outputs or the checker is on any disk the
     program can read, nor in any process it can read."""
     spy = (
@@ -160,7 +165,8 @@ def test_the_program_cannot_read_the_checker_or_the_answers(http: httpx.Client) 
         "sys.exit(1)\n",
     }
     for extra in ({}, {"checker": checker}):
-        result = run(http, judged("python", spy, cases, comparison="exact", **extra))
+        body = judged("python", spy, cases, comparison="exact", isolation=isolation, **extra)
+        result = run(http, body)
         assert result["tests"][0]["verdict"] == "wrong_answer", result
         assert "found []" in result["tests"][0]["message"], result
 
@@ -297,3 +303,16 @@ def test_run_code_with_a_checker_and_a_memory_limit(http: httpx.Client) -> None:
     assert hog["cases"][0]["verdict"] == "memory_limit"
     single = run_code(http, language="cpp", code=HOG["cpp"], memory_limit_MB=128)
     assert single["run_result"]["status"] == "MemoryLimitExceeded", single
+
+
+def test_a_fresh_container_judges_alike(http: httpx.Client) -> None:
+    """The runner as the sandbox user (`isolation: container`), not a root server."""
+    container = {"isolation": "container"}
+    partial = run(http, judged("cpp", HALF_WRONG_CPP, SUM_CASES, **container))
+    assert verdicts(partial) == ["accepted"] * 6 + ["wrong_answer"] * 4, partial
+    cases = [{"stdin": "", "expected_stdout": ""}]
+    hog = run(http, judged("cpp", HOG["cpp"], cases, limits={"memory_mb": 128}, **container))
+    assert verdicts(hog) == ["memory_limit"], hog
+    checker = {"language": "cpp", "source": TESTLIB_CHECKER}
+    checked = run(http, judged("cpp", SPLIT_CPP, SPLIT_CASES, checker=checker, **container))
+    assert verdicts(checked) == ["accepted", "accepted"], checked
