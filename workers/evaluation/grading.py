@@ -65,6 +65,7 @@ from core.defaults import COMPILE_WALL_FACTOR, COMPILE_WALL_SLACK_S
 from core.languages import LANGUAGES
 from proctor.models import NewProtectedFiles, TaskSpec, TestFormat
 from workers.evaluation import marker
+from workers.evaluation.judging import judged_run
 from workers.evaluation.seal import (
     DEFENCES_NAME,
     defences_bytecode,
@@ -213,6 +214,8 @@ def grading_plan(
     `split` (the sandbox has a root server) tests of a `split_shape` run out of the
     solution's reach.
     """
+    if task.tests.format is TestFormat.cases:
+        return _judge_plan(task, keep=keep, restore=restore)
     shape = split_shape(task) if split else None
     if shape is not None:
         return _split_plan(task, shape, keep=keep, restore=restore)
@@ -275,6 +278,25 @@ def grading_plan(
         compile_run=compile_run,
     )
     return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s, compile=compile_run)
+
+
+def _judge_plan(
+    task: TaskSpec, *, keep: set[str], restore: Mapping[str, str | bytes]
+) -> GradingPlan:
+    """Code-contest judging (`judging.py`): sealed as any run, compiled once, every case."""
+    grader = f"/tmp/.grader-{secrets.token_hex(8)}"
+    env = {"HOME": f"{grader}/home", "LANG": "C.UTF-8"}
+    run = judged_run(
+        task,
+        sealing(task, keep=keep, restore=restore),
+        grader=grader,
+        env=env,
+        compiled=compile_step(task, env),
+        checker_dir=f"/tmp/.checker-{secrets.token_hex(8)}",
+    )
+    return GradingPlan(
+        ops=run.ops, test=run.test, timeout_s=run.test.timeout_s, compile=run.compile
+    )
 
 
 def hidden_tests(task: TaskSpec) -> list[str]:

@@ -283,6 +283,9 @@ class Run(Op[RunResult]):
     # CPU time (its processes' user + system), or at `timeout_s` (a backstop for a process
     # that waits on nothing): the time a busy host made it wait is not its own
     cpu_limit_s: float | None = None
+    # code-contest judging (`assets/judge.py`): `command` runs once per case of this spec;
+    # `report` is then the judge's record
+    judge: dict[str, Any] | None = None
 
 
 class KillAll(Op[KillAllResult]):

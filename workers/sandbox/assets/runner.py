@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, d
     import subprocess
     from collections.abc import Callable, Iterator
 
+    from workers.sandbox.assets.judge import op_judge
     from workers.sandbox.protocol import (
         REPLY_OUTPUT_BYTES,
         SHARED_FILES,
@@ -1068,6 +1069,8 @@ def exit_status_of(exc: SystemExit) -> int:
 
 
 def op_run(op: Run) -> RunResult:
+    if op.judge is not None:
+        return op_judge(op)
     cap = op.output_bytes
     env = {**os.environ, **op.env}
     env.setdefault("PATH", PATH)
