@@ -1,6 +1,6 @@
 """C++ and Java through `/run_code` beside the same programs compiled and run on the host.
 
-    python bench/languages.py [--concurrency 1,4] [--workers 2] [--languages cpp,java]
+    python bench/languages.py [--concurrency 1,4] [--workers 2] [--languages cpp,java] [--cases]
 
 A problem set of stdin/stdout programs (each in C++ and Java, with an input and the answer a
 Python reference computes) runs twice in one run:
@@ -11,6 +11,9 @@ Python reference computes) runs twice in one run:
               hardened container of the language's image, compile step, run, verdict
 The ratio is Proctor's latency over the host's, per program (p50 over programs); every
 answer is checked against the reference, so a fast wrong answer does not count.
+
+`--cases` adds the Code-Contests-shaped set (`bench/contest.py`): one C++ and one Python
+solution x 50 stdin cases in one request, beside the same program run 50 times on the host.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import contest
 import httpx
 from harness import machine, service, summary, table, write
 
@@ -380,6 +384,7 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,4")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--languages", default="cpp,java")
+    parser.add_argument("--cases", action="store_true", help="the 50-case set too")
     args = parser.parse_args()
     languages = args.languages.split(",")
     levels = [int(c) for c in args.concurrency.split(",")]
@@ -411,6 +416,7 @@ def main() -> None:
                 ratios.setdefault(language, {})[str(level)] = round(
                     per_program[len(per_program) // 2], 2
                 )
+        judged = contest.measure(client, run) if args.cases else []
     columns = [
         "language",
         "runner",
@@ -428,9 +434,23 @@ def main() -> None:
     for language, by_level in ratios.items():
         shown = ", ".join(f"concurrency {level}: {ratio}x" for level, ratio in by_level.items())
         print(f"  {language}: {shown}")
+    if judged:
+        print("\nCode-Contests-shaped: one program x 50 stdin cases (median of 3)")
+        print(
+            table(
+                judged,
+                ["language", "runner", "cases", "accepted", "compile_s", "cases_s", "total_s"],
+            )
+        )
     path = write(
         "languages",
-        {"machine": machine(), "workers": args.workers, "rows": rows, "ratios": ratios},
+        {
+            "machine": machine(),
+            "workers": args.workers,
+            "rows": rows,
+            "ratios": ratios,
+            "cases": judged,
+        },
     )
     print(f"\nwrote {path}")
 

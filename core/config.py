@@ -106,7 +106,21 @@ class Settings(BaseSettings):
     )
     sandbox_user: str = defaults.SANDBOX_USER
     pool_size: int = Field(
-        defaults.POOL_SIZE, ge=0, le=64, description="warm containers per image per worker"
+        defaults.POOL_SIZE,
+        ge=0,
+        le=64,
+        description="at most this many idle started sandboxes per spec per worker process "
+        "(fewer when recent demand needs fewer)",
+    )
+    pool_host_min: int = Field(
+        defaults.POOL_HOST_MIN,
+        ge=0,
+        description="idle sandboxes kept per host of each prewarmed spec, with no demand",
+    )
+    pool_host_max: int = Field(
+        defaults.POOL_HOST_MAX,
+        ge=0,
+        description="idle and starting sandboxes per host, all specs together",
     )
     isolation: Literal["container", "pooled"] = Field(
         defaults.ISOLATION,
@@ -144,6 +158,12 @@ class Settings(BaseSettings):
     heartbeat_s: float = defaults.HEARTBEAT_S
     heartbeat_ttl_s: float = defaults.HEARTBEAT_TTL_S
     reaper_interval_s: float = defaults.REAPER_INTERVAL_S
+    compile_cache_mb: int = Field(
+        defaults.COMPILE_CACHE_MB, ge=0, description="a host's compiled programs; 0: no cache"
+    )
+    compile_cache_dir: Path | None = Field(
+        None, description="where a host keeps them; unset: ~/.cache/proctor/compile"
+    )
 
     # --- the LLM judge (PROCTOR_JUDGE_*; anticheat.judge.settings.JudgeSettings reads these)
     judge_url: str = Field(

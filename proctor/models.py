@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.config import JsonDict
 
 from proctor.imageref import check_reference, is_reference
+from proctor.judging import CaseVerdict, JudgeSpec
 
 __all__ = [
     "LANGUAGE_NAMES",
@@ -196,6 +197,9 @@ class TestFormat(StrEnum):
     # they all ran to their end, which a grader's completion marker attests (no pytest, no
     # command of the task's own)
     assert_ = "assert"
+    # stdin/stdout cases judged one by one (`judge`, `proctor.judging`): the program is the
+    # task's `language`, compiled once
+    cases = "cases"
 
 
 class TestSpec(_Request):
@@ -220,6 +224,7 @@ class TestSpec(_Request):
     pass_to_pass: list[str] = Field(
         default_factory=list, description="tests that must keep passing (SWE-bench PASS_TO_PASS)"
     )
+    judge: JudgeSpec | None = Field(None, description="format `cases`: the cases and how to judge")
 
     _files = field_validator("files")(_check_files)
 
@@ -234,6 +239,8 @@ class TestSpec(_Request):
     def _assert_runs_its_files(self) -> TestSpec:
         if self.format is TestFormat.assert_ and self.command is not None:
             raise ValueError("format `assert` runs the `.py` test files itself: give no command")
+        if (self.format is TestFormat.cases) != (self.judge is not None):
+            raise ValueError("format `cases` and `judge` go together")
         return self
 
 
@@ -376,6 +383,10 @@ LANGUAGE_NAMES = frozenset(
     }
 )
 
+# languages whose program is a test suite, not one that reads stdin
+TEST_LANGUAGES = ("pytest", "junit", "go_test")
+JUDGED_OUTPUT_BYTES = 32 << 20  # every case's stdout together, as a judged run returns them
+
 
 class TaskSpec(_Request):
     image: str = Field(
@@ -423,6 +434,19 @@ class TaskSpec(_Request):
             known = ", ".join(sorted(LANGUAGE_NAMES))
             raise ValueError(f"language {name!r} is not supported; supported: {known}")
         return name
+
+    @model_validator(mode="after")
+    def _judged_program(self) -> TaskSpec:
+        if self.tests.format is TestFormat.cases and self.language in (None, *TEST_LANGUAGES):
+            raise ValueError("format `cases` runs a program: give its `language` (not a test one)")
+        judge = self.tests.judge
+        if judge is not None and len(judge.cases) * self.limits.output_bytes > JUDGED_OUTPUT_BYTES:
+            raise ValueError(
+                f"{len(judge.cases)} cases of limits.output_bytes {self.limits.output_bytes} "
+                f"can print more than the {JUDGED_OUTPUT_BYTES} bytes a judged run returns: "
+                "lower limits.output_bytes or send fewer cases"
+            )
+        return self
 
     @field_validator("protected_paths")
     @classmethod
@@ -525,6 +549,20 @@ class EpisodeCreate(_Request):
     solution: Solution | None = None
     mode: EpisodeMode = EpisodeMode.oneshot
     metadata: dict[str, str] = Field(default_factory=dict, max_length=64)
+    idempotency_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="a retry of this request sends the same key and gets the first one's "
+        "episode (one-shot, same content, within PROCTOR_DEDUP_TTL_S); without a key every "
+        "request is its own run (the `Idempotency-Key` header sets it too)",
+    )
+    share_identical: bool = Field(
+        False,
+        description="content dedup: share the episode of an identical one-shot request that "
+        "also asked for it, within PROCTOR_DEDUP_TTL_S (for reruns of the same data; never "
+        "for samples whose runs must be their own)",
+    )
 
     @model_validator(mode="after")
     def _solution_matches_mode(self) -> EpisodeCreate:
@@ -569,6 +607,7 @@ class Verdict(StrEnum):
     failed = "failed"
     timeout = "timeout"
     oom = "oom"
+    output_limit = "output_limit"
     compile_error = "compile_error"
     runtime_error = "runtime_error"
     cheat = "cheat"
@@ -596,6 +635,7 @@ class TestCase(_Result):
     outcome: TestOutcome
     duration_s: float = 0.0
     message: str | None = None
+    verdict: CaseVerdict | None = None  # a judged case's (format `cases`)
 
 
 class Observation(_Result):

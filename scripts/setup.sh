@@ -222,6 +222,12 @@ setup_venv() {
         tail -n 20 "${run}/pip-install.log" >&2
         die "pip install failed (log: .run/pip-install.log)"
     fi
+    # the server's packages (core, anticheat, service, workers) are not in the `proctor`
+    # distribution, which is the client alone: this venv imports them from the checkout
+    "${venv}/bin/python" - "${repo}" <<'PY'
+import pathlib, sys, sysconfig
+pathlib.Path(sysconfig.get_paths()["purelib"], "proctor-server.pth").write_text(sys.argv[1] + "\n")
+PY
     touch "${stamp}"
 }
 

@@ -24,8 +24,9 @@ The upload is read with our own configuration only: git never runs inside the up
 borrows objects from are followed only inside the archive, a promisor pack never fetches,
 and replace refs, grafts, commit-graphs and bitmaps are not consulted. What cannot be
 sealed — the base commit missing or ambiguous, objects it reaches missing or corrupt, an
-archive that does not unpack safely — raises `SealRefused` with the reason (the caller's
-input: a 4xx); git missing or failing on our side raises `SealUnavailable`.
+archive that does not unpack safely or within its caps (core/archive.py) — raises
+`SealRefused` with the reason (the caller's input: a 4xx); git missing or failing on our
+side raises `SealUnavailable`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ import base64
 import hashlib
 import io
 import os
-import posixpath
 import re
 import shutil
 import subprocess
@@ -46,12 +46,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from core.archive import ArchiveRefused, unpack_upload
+from core.defaults import ARCHIVE_MAX_BYTES
 from proctor.models import RepoSnapshot
 
 __all__ = ["SealRefused", "SealUnavailable", "Source", "seal", "seal_source"]
 
-MAX_UNPACKED_BYTES = 2 << 30  # an upload that unpacks past this is refused, not sealed
-MAX_MEMBERS = 500_000
+MAX_UNPACKED_BYTES = ARCHIVE_MAX_BYTES  # an upload that unpacks past this is refused
 MAX_SUBMODULES = 64  # in all, nested ones included
 MAX_SUBMODULE_DEPTH = 4
 GIT_TIMEOUT_S = 300.0
@@ -140,7 +141,8 @@ class _Sealer:
         self.scratch = tmp / "scratch.git"  # ours: borrows the upload's objects, nothing else
         self.out = tmp / "out"
         self.env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            # the git `seal` found, and the system's directories: nothing of our environment
+            "PATH": f"{os.path.dirname(shutil.which('git') or '/usr/bin/git')}:{os.defpath}",
             "HOME": str(tmp),
             "LC_ALL": "C",
             "GIT_CONFIG_NOSYSTEM": "1",
@@ -252,24 +254,9 @@ class _Sealer:
     def unpack(self, stream: IO[bytes]) -> None:
         self.upload.mkdir()
         try:
-            with tarfile.open(fileobj=stream, mode="r:*") as tar:
-                members, total = [], 0
-                for member in tar:
-                    total += max(member.size, 0)
-                    members.append(member)
-                    if total > MAX_UNPACKED_BYTES or len(members) > MAX_MEMBERS:
-                        raise SealRefused(
-                            f"the archive unpacks to more than {MAX_UNPACKED_BYTES >> 20} MiB "
-                            f"or {MAX_MEMBERS} files"
-                        )
-                if hasattr(tarfile, "data_filter"):
-                    tar.extractall(self.upload, members=members, filter="data")
-                else:  # Python < 3.11.4 (Debian's 3.11.2): the same checks by hand
-                    tar.extractall(self.upload, members=[data_member(m) for m in members])
-        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-            if isinstance(exc, SealRefused):
-                raise
-            raise SealRefused(f"the archive cannot be unpacked safely: {exc}") from None
+            unpack_upload(stream, self.upload)
+        except ArchiveRefused as exc:
+            raise SealRefused(str(exc)) from None
 
     def locate_gitdir(self) -> tuple[Path, Path | None]:
         """The repository at the archive's root (through a `gitdir:` file, only inside the
@@ -512,24 +499,3 @@ class _Sealer:
 
 def _decode(value: str) -> bytes:
     return base64.b64decode(value.encode("ascii").translate(None, b" \t\n\r\x0b\x0c"))
-
-
-def data_member(member: tarfile.TarInfo) -> tarfile.TarInfo:
-    """What tarfile's `data` filter does to a member, for Pythons that lack it: nothing
-    outside the destination, no special files, no links out, no owner or odd modes."""
-    name = member.name
-    if name.startswith("/") or ".." in PurePosixPath(name).parts:
-        raise SealRefused(f"the archive has a member outside it: {name}")
-    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
-        raise SealRefused(f"the archive has a special file: {name}")
-    if member.issym() or member.islnk():
-        base = PurePosixPath(name).parent if member.issym() else PurePosixPath()
-        target = posixpath.normpath(str(base / member.linkname))
-        if member.linkname.startswith("/") or target == ".." or target.startswith("../"):
-            raise SealRefused(f"the archive has a link out of it: {name}")
-    member.uid, member.gid, member.uname, member.gname = os.getuid(), os.getgid(), "", ""
-    executable = member.mode & 0o100
-    member.mode = (
-        (0o755 if member.isdir() or executable else 0o644) if not member.issym() else 0o777
-    )
-    return member

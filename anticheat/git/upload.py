@@ -20,11 +20,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 from anticheat.git.seal import MAX_UNPACKED_BYTES, SealRefused, Source
+from core import defaults
 
 __all__ = ["MAX_RATIO", "PIECE", "RATIO_SLACK", "READ", "Spool", "UploadTooLarge"]
 
-MAX_RATIO = 100  # source trees gzip ~5-10x, git packs ~1x: past this, a bomb
-RATIO_SLACK = 1 << 20  # what a small archive may unpack to whatever its ratio
+# the caps of every upload (core/archive.py checks the same while a tar unpacks): source
+# trees gzip ~5-10x, git packs ~1x, so past MAX_RATIO it is a bomb; RATIO_SLACK is what a
+# small archive may unpack to whatever its ratio
+MAX_RATIO = defaults.ARCHIVE_MAX_RATIO
+RATIO_SLACK = defaults.ARCHIVE_RATIO_ALLOWANCE_BYTES
 PIECE = 1 << 18  # output inflated per step, so the checks run between steps
 READ = 1 << 14  # input read per step: a bomb's first read may unpack to MAX_RATIO times it
 _GZIP = b"\x1f\x8b"

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.store.counters import LATENCY_BUCKETS
+from core import latency
 from proctor.models import EpisodeMode, EpisodeResult, EpisodeStatus, Verdict
 
 # A metadata pair is a catalog term (filterable) when its value is at most this long, and
@@ -55,12 +55,7 @@ def catalog_terms(result: EpisodeResult) -> list[str]:
 
 def latency_bucket(total_s: float | None) -> str:
     """The one histogram bucket (`le`) a latency falls in, "+Inf" past the last; "" for none."""
-    if total_s is None:
-        return ""
-    for le in LATENCY_BUCKETS:
-        if total_s <= le:
-            return str(le)
-    return "+Inf"
+    return latency.bucket_of(total_s)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,11 +9,14 @@ from typing import Any
 
 import redis
 
-from core import defaults, keys
+from core import defaults, keys, latency
 from core.store.encoding import as_text
 
 LATENCY_BUCKETS = defaults.LATENCY_BUCKETS
 LATENCY_METRICS = ("total", "queued", "run", "sandbox_start")
+# what the finish script is given of the buckets (ARG.buckets): [bound, field] each, the field
+# named here (`latency.bucket_field`) since Lua would print 1.0 as "1"
+LATENCY_FIELDS = json.dumps([[le, latency.bucket_field(le)] for le in LATENCY_BUCKETS])
 
 # The finish script's stats job (core/store/lifecycle.py): count the verdict, and add each
 # latency it has (ARG.{metric}_s, '' when none) to its histogram (KEY.latency_{metric}).
@@ -30,8 +33,8 @@ for _, latency in ipairs(latencies) do
     redis.call('HINCRBYFLOAT', key, 'sum', x)
     redis.call('HINCRBY', key, 'count', 1)
     -- one bucket per episode (b=…, not cumulative): the reader sums them up
-    for _, le in ipairs(buckets) do
-      if x <= le then redis.call('HINCRBY', key, 'b=' .. le, 1) break end
+    for _, b in ipairs(buckets) do
+      if x <= b[1] then redis.call('HINCRBY', key, b[2], 1) break end
     end
   end
 end

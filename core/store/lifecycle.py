@@ -15,7 +15,7 @@ import redis
 from core import keys
 from core.sink import EpisodeSink
 from core.store.catalog_index import CATALOG_LUA, CatalogEntry, catalog_terms, latency_bucket
-from core.store.counters import LATENCY_BUCKETS, LATENCY_METRICS, STATS_LUA
+from core.store.counters import LATENCY_FIELDS, LATENCY_METRICS, STATS_LUA
 from core.store.encoding import storable
 from core.store.pace import BUSY_LUA, CONSTANTS_LUA, DRAIN_LUA
 from core.store.records import RecordField, SandboxState
@@ -205,7 +205,7 @@ class EpisodeLifecycle:
                 for m, v in zip(LATENCY_METRICS, values, strict=True)
             },
             "finished": repr(entry.finished),
-            "buckets": json.dumps(list(LATENCY_BUCKETS)),
+            "buckets": LATENCY_FIELDS,
             "summary": entry.encode(),
             "trim": repr(entry.finished - self.result_ttl_s),
             "bucket": latency_bucket(timings.total_s),

@@ -26,6 +26,7 @@ from pathlib import Path
 # modules by their full name: `from proctor.imagebuild import x` would go through the
 # package's __init__, which imports this module
 import proctor.imagebuild.engine as engine
+import proctor.imagebuild.headers as headers
 import proctor.imagebuild.pins as pins
 import proctor.imagebuild.recipes as recipes
 import proctor.imagebuild.wheels as wheels
@@ -47,6 +48,8 @@ LANGUAGE_IMAGES = {
     "sandbox-node": ("proctor/sandbox-node:latest", ("nodejs", "node-typescript")),
     "sandbox-rust": ("proctor/sandbox-rust:latest", ("rustc",)),
 }
+# what a family's image has beyond its Debian packages (part of its recipe)
+EXTRAS = {"cpp": (f"testlib.h {headers.TESTLIB_SHA256}",)}
 # target name → image; the judge is built on request only (it compiles llama.cpp once)
 IMAGES = {
     "sandbox": SANDBOX,
@@ -237,7 +240,7 @@ class Builder:
             [
                 dockerfile.read_bytes(),
                 (config.images_dir / smoke).read_bytes(),
-                recipes.lines(config.language_base_image, *packages),
+                recipes.lines(config.language_base_image, *packages, *EXTRAS.get(family, ())),
             ]
         )
         if config.language_base_image == SANDBOX and engine.image_id(SANDBOX) is None:
@@ -248,6 +251,8 @@ class Builder:
         dest = config.wheels_dir / "debs" / family
         count = wheels.deb_closure(config, base.image, dest, packages)
         logger.info("%s: %d Debian packages for %s", image, count, " ".join(packages))
+        if family == "cpp":  # installed into /usr/local/include by the Dockerfile
+            headers.testlib(config, dest / "include")
         self.docker_build(
             image,
             "sandbox-lang/Dockerfile",

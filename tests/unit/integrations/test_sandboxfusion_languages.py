@@ -27,6 +27,17 @@ def test_a_cpp_request_is_an_episode_of_the_cpp_image_with_a_compile_step() -> N
     assert (task.limits.compile_timeout_s, task.limits.timeout_s) == (7, 2)
 
 
+@pytest.mark.parametrize("language", ["go_test", "typescript"])
+def test_a_language_sandboxfusion_runs_without_a_compile_step_gets_its_run_timeout(
+    language: str,
+) -> None:
+    # SandboxFusion runs `go test` and `tsx` within run_timeout alone
+    request = RunCodeRequest(code="x", language=language, compile_timeout=1, run_timeout=20)
+    assert run_code_episode(request).task.limits.compile_timeout_s == 20
+    go = RunCodeRequest(code="x", language="go", compile_timeout=1, run_timeout=20)
+    assert run_code_episode(go).task.limits.compile_timeout_s == 1
+
+
 @pytest.mark.parametrize(
     ("language", "image", "source"),
     [

@@ -134,6 +134,7 @@ def _rewrite_compares(defences: Any) -> None:
         original(mod, source, module_path, config)
 
     rewrite.rewrite_asserts = rewrite_asserts
+    defences.explain_as_comparison(rewrite.AssertionRewriter)
 
 
 def _seal(

@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # at run time protocol.py's source, streamed ahead of this, d
     import subprocess
     from collections.abc import Callable, Iterator
 
+    from workers.sandbox.assets.judge import op_judge
     from workers.sandbox.protocol import (
         REPLY_OUTPUT_BYTES,
         SHARED_FILES,
@@ -113,6 +114,7 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ZYGOTE: list["Zygote"] = []
 SPLIT_GRADER = "grader/split_grader.py"  # the shared file the zygote's children run
 OUTPUT_LEFT = [0]  # of the program's REPLY_OUTPUT_BYTES (`execute` sets it)
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def harden() -> None:
@@ -153,7 +155,8 @@ def op_write(op: Write) -> WriteResult:
         full = inside(op.root, path)
         clear(full)
         os.makedirs(os.path.dirname(full), exist_ok=True)
-        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        mode = 0o755 if path in op.executable else 0o644
+        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
     return WriteResult(written=len(contents))
@@ -1066,6 +1069,8 @@ def exit_status_of(exc: SystemExit) -> int:
 
 
 def op_run(op: Run) -> RunResult:
+    if op.judge is not None:
+        return op_judge(op)
     cap = op.output_bytes
     env = {**os.environ, **op.env}
     env.setdefault("PATH", PATH)
@@ -1073,8 +1078,12 @@ def op_run(op: Run) -> RunResult:
         clear(op.report)
         env["PROCTOR_JUNIT_XML"] = op.report
     before = oom_kills()
+    import resource  # not up front: a Python program's episode has its runs forked
+
+    cpu_before = children_cpu_s(resource)
     started = time.monotonic()
     deadline = started + op.timeout_s
+    cpu_limit, cpu_checked = op.cpu_limit_s, 0.0
     proc: Forked | Split | subprocess.Popen[bytes]
     expired: tuple[type[Exception], ...] = (TimeoutError,)  # Forked's and Split's wait
     if op.split is not None:
@@ -1123,6 +1132,11 @@ def op_run(op: Run) -> RunResult:
         if now >= deadline:
             timed_out = proc.poll() is None
             break
+        if cpu_limit is not None and now - started > cpu_limit and now >= cpu_checked + 0.05:
+            cpu_checked = now
+            if session_cpu_s(proc.pid) + children_cpu_s(resource) - cpu_before > cpu_limit:
+                timed_out = proc.poll() is None
+                break
         for key, _ in selector.select(timeout=min(0.05, deadline - now)):
             chunk = os.read(key.fd, READ_CHUNK)
             if not chunk:
@@ -1150,6 +1164,7 @@ def op_run(op: Run) -> RunResult:
         kill_descendants(keep=(proc.pid,))
     code = proc.wait()
     reap()
+    cpu_s = children_cpu_s(resource) - cpu_before
     selector.close()
     proc.stdout.close()
     proc.stderr.close()
@@ -1179,7 +1194,33 @@ def op_run(op: Run) -> RunResult:
         oom_killed=before is not None and after is not None and after > before,
         started_at=started,
         report=None if report is None else clip(report, op.report_bytes)[0],
+        cpu_s=round(cpu_s, 4),
     )
+
+
+def children_cpu_s(resource: Any) -> float:
+    """The CPU time of every child this runner has reaped (orphans come to it: a subreaper)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return float(usage.ru_utime + usage.ru_stime)
+
+
+def session_cpu_s(session: int) -> float:
+    """The CPU time of the live processes of a session, with that of the children they
+    reaped: a compile's processes, from /proc (a compiler does not leave its session)."""
+    ticks = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as handle:
+                stat = handle.read()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        # after the name: state, ppid, pgrp, session … utime, stime, cutime, cstime (14-17)
+        if int(fields[3]) == session:
+            ticks += sum(int(value) for value in fields[11:15])
+    return ticks / CLOCK_TICKS
 
 
 def as_root(work: Callable[[], None]) -> None:
