@@ -41,7 +41,13 @@ PYTHON_IMAGE: Final = "proctor/sandbox-python:latest"  # the `python` task image
 PYTHON_SCI_IMAGE: Final = "proctor/sandbox-python-sci:latest"
 # one image per language family (core/languages.py; images/sandbox-lang)
 LANGUAGE_IMAGES: Final = MappingProxyType(
-    {family: f"proctor/sandbox-{family}:latest" for family in ("cpp", "java", "go", "node", "rust")}
+    {
+        family: f"proctor/sandbox-{family}:latest"
+        for family in (
+            *("cpp", "java", "go", "node", "rust"),
+            *("script", "mono", "jvm", "r", "racket", "d", "jest"),
+        )
+    }
 )
 IMAGES: Final = MappingProxyType(  # task image name → reference
     {"python": PYTHON_IMAGE, "python-sci": PYTHON_SCI_IMAGE, **LANGUAGE_IMAGES}

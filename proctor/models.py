@@ -380,6 +380,19 @@ LANGUAGE_NAMES = frozenset(
         "typescript",
         "ts",
         "rust",
+        "csharp",
+        "kotlin_script",
+        "scala",
+        "ruby",
+        "php",
+        "perl",
+        "lua",
+        "sql",
+        "verilog",
+        "R",
+        "racket",
+        "D_ut",
+        "jest",
     }
 )
 

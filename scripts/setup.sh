@@ -25,12 +25,13 @@ install_packages() {
     local missing=() pair
     for pair in docker:docker.io dockerd:docker.io redis-server:redis-server \
         redis-cli:redis-tools debootstrap:debootstrap git:git tini:tini flock:util-linux \
-        chromium:chromium crun:crun runsc:runsc docker-registry:docker-registry; do
+        chromium:chromium crun:crun runsc:runsc docker-registry:docker-registry npm:npm; do
         # chromium: the web page's browser tests; crun, runsc: OCI runtimes a deployment may
         # choose (PROCTOR_RUNTIME), measured by the bench and tried by the tests;
         # docker-registry: the registry the task-image tests start on 127.0.0.1, on a port
         # and with a data directory of their own (the package's service, where an init
-        # starts it, is not what they use)
+        # starts it, is not what they use); npm: the jest image's packages
+        # (proctor/imagebuild/npm.py)
         command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
     done
     [[ -e /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)

@@ -17,7 +17,10 @@ SandboxFusion's:
 
 (*) compiled languages only (`core.languages`); interpreted ones have no compile_result.
 A `language` not in the table is refused as SandboxFusion refuses it, a 422 naming the
-known ones (not a SandboxError: trainers retry those).
+known ones (not a SandboxError: trainers retry those). One of SandboxFusion's own that this
+deployment cannot run (`core.languages.UNAVAILABLE`: julia, swift, lean, cuda, python_gpu)
+is a SandboxError saying why, as SandboxFusion answers a runner that cannot run: the code is
+not at fault, so the trainer drops the sample instead of learning a zero.
 
 The code runs as a one-shot episode (the worker screens it with the rule filter like any
 solution) in its language's image, with `task.language` set so a compiled language compiles
@@ -122,6 +125,8 @@ class RunCodeRequest(BaseModel):
     @field_validator("language")
     @classmethod
     def _known(cls, name: str) -> str:
+        if name in languages.UNAVAILABLE:
+            return name  # SandboxFusion's name: answered by `run_code`, not refused
         languages.language(name)  # UnknownLanguage is a ValueError: a 422, as SandboxFusion's
         return name
 
@@ -357,6 +362,10 @@ async def run_code(
 ) -> RunCodeResponse:
     """Run the program as an episode; SandboxFusion's answer, before verl's client gives up.
     A call shares an earlier one's episode only under `service.idempotency`'s rules."""
+    why = languages.UNAVAILABLE.get(request.language)
+    if why is not None:
+        message = f"language {request.language!r} is not available on this deployment: {why}"
+        return RunCodeResponse(status=RunStatus.SandboxError, message=message)
     try:
         episode: EpisodeCreate | Exception = keyed(
             run_code_episode(request, HostMaxima.of(resources.settings)),
