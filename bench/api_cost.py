@@ -40,7 +40,7 @@ from neighbours import PrivateRedis
 from redis_cost import batch
 
 from core import keys
-from core.results import ended
+from core.endings import ended
 from core.store import EpisodeStore
 from proctor.models import (
     EpisodeStatus,

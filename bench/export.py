@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import harness
 from neighbours import PrivateRedis
 
-from core import results
+from core import endings
 from core.sink import EpisodeSink
 from core.store import EpisodeStore
 from proctor.models import (
@@ -99,7 +99,7 @@ def finish_one(store: EpisodeStore, episode_id: str, n: int) -> float:
         )
     ]
     verdict = Verdict.cheat if cheat else (Verdict.passed if n % 2 else Verdict.failed)
-    result = results.ended(
+    result = endings.ended(
         record,
         EpisodeStatus.completed,
         verdict,

@@ -30,7 +30,7 @@ import redis
 from harness import BENCH_REDIS, claimed, machine, table, write  # puts the repo on the path
 
 from tests.registry import BASE, build, push, running_registry
-from workers.sandbox.docker import Engine
+from workers.sandbox.engine import Engine
 from workers.sandbox.images import TaskImages
 
 

@@ -33,10 +33,10 @@ from core.defaults import POOLED_EPISODES
 from proctor.models import EpisodeCreate
 from tests import humaneval
 from workers.evaluation.grading import GradingPlan, grading_plan
-from workers.results import score_test_run
-from workers.sandbox.docker import Engine, SandboxSpec
-from workers.sandbox.pooled import RunnerPool
+from workers.sandbox.engine import Engine, SandboxSpec
 from workers.sandbox.protocol import Op, Sent, Write
+from workers.sandbox.server_sandboxes import RunnerPool
+from workers.scored_results import score_test_run
 
 
 def episode_program(request: EpisodeCreate) -> tuple[list[Op[Any]], GradingPlan]:

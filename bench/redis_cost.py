@@ -45,7 +45,7 @@ from neighbours import PrivateRedis, engine_cpu_s
 from tests import humaneval
 
 TICKS = os.sysconf("SC_CLK_TCK")
-POOL_LABEL = "org.proctor.pool"  # workers/sandbox/docker.py
+POOL_LABEL = "org.proctor.pool"  # workers/sandbox/engine/
 DEPLOYMENT_LABEL = "org.proctor.deployment"
 BENCH_COMMANDS = {"info", "memory", "scan", "ping", "config|resetstat", "client|setname"}
 IN_FLIGHT = 4

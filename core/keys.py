@@ -1,7 +1,7 @@
 """The Redis key schema: every key Proctor writes is named here, and nowhere else.
 
 One constant or one function per key family; what each holds is the table at the top of
-core/store.py (tests/unit/core/test_keys.py checks that the two agree). RQ's own keys
+core/store/__init__.py (tests/unit/core/test_keys.py checks that the two agree). RQ's own keys
 (`rq:…`) are RQ's: core/queues.py names the queues.
 """
 

@@ -1,6 +1,6 @@
 """The catalog of ended episodes: list them newest first with filters, count them, and
 read what ended minute by minute — from the index the finish script writes
-(`catalog:*`, see core/store.py), never by scanning records.
+(`catalog:*`, see core/store/catalog_index.py), never by scanning records.
 
 Public API (all synchronous, on the API's `redis.Redis`):
 
@@ -25,7 +25,7 @@ Public API (all synchronous, on the API's `redis.Redis`):
         .verdict_counts(since_s) → dict[verdict, n ended in the last `since_s` seconds]
 
 Entries older than the result TTL are out of every answer: their records are gone.
-A metadata pair is filterable when its value is short (core/store.py,
+A metadata pair is filterable when its value is short (core/store/catalog_index.py,
 `CATALOG_TERM_VALUE_CHARS`; at most `CATALOG_METADATA_TERMS` pairs per episode).
 """
 

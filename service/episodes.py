@@ -15,7 +15,7 @@ from typing import Any
 from anyio import to_thread
 
 from anticheat.git.seal import SealRefused, SealUnavailable, seal
-from core import results
+from core import endings
 from core.defaults import INLINE_DECODE_BYTES, INTERACTIVE_START_S
 from core.store import EpisodeRecord
 from proctor.imageref import is_reference
@@ -303,7 +303,7 @@ def cancel(resources: Resources, episode_id: str) -> EpisodeResult:
         raise NotFound(f"no episode {episode_id!r} (unknown, or its result expired)")
     if record.status.terminal:
         raise Conflict(f"episode {episode_id} already ended as {record.status.value}")
-    result = results.cancelled(record)
+    result = endings.cancelled(record)
     if not store.finish(result):
         raise Conflict(f"episode {episode_id} ended before it could be cancelled")
     return result  # the worker holding its sandbox sees it ended and removes it
@@ -314,14 +314,14 @@ def end_at_deadline(resources: Resources, episode_id: str) -> EpisodeResult:
     store = resources.store
     record = store.get(episode_id)
     if record is None:
-        return results.record_gone(episode_id)
+        return endings.record_gone(episode_id)
     if record.status.terminal:
         return record.public()
     ran = record.status in (EpisodeStatus.running, EpisodeStatus.evaluating)
     ended = (
-        results.timed_out(record, "the trainer's deadline passed while it ran")
+        endings.timed_out(record, "the trainer's deadline passed while it ran")
         if ran
-        else results.infra_failure(record, "no sandbox was free before the trainer's deadline")
+        else endings.infra_failure(record, "no sandbox was free before the trainer's deadline")
     )
     if store.finish(ended):
         return ended  # the worker holding its sandbox sees it ended and removes it

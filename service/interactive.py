@@ -13,7 +13,7 @@ from typing import Any
 
 from anyio import to_thread
 
-from core import keys, results
+from core import endings, keys
 from core.config import Settings
 from core.defaults import (
     FILE_ACTION_S,
@@ -128,7 +128,7 @@ async def give_up(resources: Resources, episode_id: str, action: GiveUpAction) -
 
     def end() -> EpisodeResult:
         steps = resources.store.steps(episode_id)
-        result = results.gave_up(record, action.reason, steps)
+        result = endings.gave_up(record, action.reason, steps)
         if not resources.store.finish(result, request=record.request):
             raise Conflict(f"episode {episode_id} ended before it could give up")
         return result

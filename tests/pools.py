@@ -8,7 +8,7 @@ import subprocess
 import time
 
 from core.config import Settings
-from workers.sandbox.docker import DEPLOYMENT_LABEL, POOL_LABEL
+from workers.sandbox.engine import DEPLOYMENT_LABEL, POOL_LABEL
 
 
 def wait_for_warm_pools(redis_url: str, *, settle_s: float = 3.0, timeout_s: float = 120) -> int:

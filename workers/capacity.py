@@ -31,13 +31,9 @@ from core.config import Settings
 from core.limits import host_cpus, host_memory_mb, within_host
 from core.store import EpisodeRecord, EpisodeStore, Share
 from proctor.models import Limits
-from workers.sandbox.docker import SandboxError
+from workers.sandbox.engine import NoCapacity
 
 log = logging.getLogger(__name__)
-
-
-class NoCapacity(SandboxError):
-    """The host's budget stayed full for as long as an episode may wait: our failure."""
 
 
 @dataclass(frozen=True, slots=True)

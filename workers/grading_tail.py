@@ -22,7 +22,10 @@ from core.store import EpisodeRecord, EpisodeStore
 from proctor.models import EpisodeResult, Evidence, SandboxInfo, Step, Timings
 from workers.evaluation.grading import GradingPlan
 from workers.guard import added_evidence, apply_policy
-from workers.results import (
+from workers.runtime import Runtime
+from workers.sandbox.protocol import Results, RunResult
+from workers.sandbox.sandbox import RunnerBroken, Sandbox
+from workers.scored_results import (
     broken_result,
     compile_failed,
     compile_failed_result,
@@ -30,9 +33,6 @@ from workers.results import (
     score_compile,
     score_test_run,
 )
-from workers.runtime import Runtime
-from workers.sandbox.protocol import Results, RunResult
-from workers.sandbox.sandbox import RunnerBroken, Sandbox
 
 log = logging.getLogger(__name__)
 

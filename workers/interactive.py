@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from anticheat.git.sanitize import bundle_script, sanitize_script
-from core.results import infra_failure, task_error
+from core.endings import infra_failure, task_error
 from core.store import EpisodeRecord, SandboxState
 from proctor.models import (
     Action,
@@ -43,7 +43,7 @@ from workers.grading_tail import grade_reply, until_redis_answers, write_result
 from workers.guard import integrity_evidence
 from workers.repos import RepoUnusable, link_script, sealed_repo
 from workers.runtime import Runtime
-from workers.sandbox.docker import Container, SandboxError
+from workers.sandbox.engine import Container, SandboxError
 from workers.sandbox.protocol import (
     Find,
     KillAll,
@@ -133,7 +133,7 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
         return task_error(record, f"the task's repository cannot be used: {exc}")
     except SandboxError as exc:
         return infra_failure(record, f"the task's repository could not be prepared: {exc}")
-    container, warm = rt.pool.acquire(spec)
+    container, warm = rt.warm_pool.acquire(spec)
     sandbox = Sandbox(rt.engine, container, episode_id=record.id)
     keep_container = False
     try:
@@ -178,7 +178,7 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
         return infra_failure(record, f"the task could not be prepared: {exc}")
     finally:
         if not keep_container:
-            rt.pool.discard(container)
+            rt.warm_pool.discard(container)
 
 
 def _sandbox(rt: Runtime, record: EpisodeRecord) -> Sandbox:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 
-from core.results import infra_failure, task_error
+from core.endings import infra_failure, task_error
 from core.store import EpisodeRecord
 from proctor.models import EpisodeMode, EpisodeResult
 from workers import capacity, runtime
 from workers.grading_tail import until_redis_answers, write_result
 from workers.oneshot import run_oneshot
-from workers.sandbox.docker import ImageNotInRegistry, SandboxError
+from workers.sandbox.engine import ImageNotInRegistry, SandboxError
 
 log = logging.getLogger(__name__)
 

@@ -59,9 +59,9 @@ from workers.honeypot import Honeypot
 from workers.janitor import Janitor, worker_name
 from workers.sandbox.checks import pick_runtime, verify_protections
 from workers.sandbox.demand import Budget, share
-from workers.sandbox.docker import Engine, SandboxError
-from workers.sandbox.pool import WarmPool
-from workers.sandbox.pooled import RunnerPool
+from workers.sandbox.engine import Engine, SandboxError
+from workers.sandbox.server_sandboxes import RunnerPool
+from workers.sandbox.warm_pool import WarmPool
 from workers.teardown import honeypot_name, leave_engine
 
 log = logging.getLogger(__name__)
@@ -384,32 +384,44 @@ def serve(
     # the host's floor and ceiling of idle sandboxes, shared out among its processes
     budget = Budget(share(settings.pool_host_max, slot[1], slot[0]))
     floor = min(share(settings.pool_host_min, slot[1], slot[0]), budget.ceiling)
-    pool = WarmPool(engine, size=settings.pool_size, budget=budget, floor=floor)
-    runners = (
+    warm_pool = WarmPool(engine, size=settings.pool_size, budget=budget, floor=floor)
+    pooled_sandboxes = (
         RunnerPool(engine, episodes=settings.pooled_episodes, budget=budget, floor=floor)
         if settings.isolation == "pooled"
         else None
     )
     # fresh containers, each with its server started, for one one-shot episode each
-    served = RunnerPool(engine, episodes=1, size=settings.pool_size, budget=budget, floor=floor)
+    one_shot_servers = RunnerPool(
+        engine, episodes=1, size=settings.pool_size, budget=budget, floor=floor
+    )
     honeypot = start_honeypot(settings, engine, store=store, worker=worker)
     guard = Guard(store, judge=make_judge(settings, store), honeypot=honeypot)
     rt = runtime.Runtime(
-        settings, client, store, engine, pool, worker, guard, runners=runners, served=served
+        settings,
+        client,
+        store,
+        engine,
+        warm_pool,
+        worker,
+        guard,
+        pooled_sandboxes=pooled_sandboxes,
+        one_shot_servers=one_shot_servers,
     )
     runtime.install(rt)
-    pool.prewarm(rt.spec_for(_default_task()))
+    warm_pool.prewarm(rt.spec_for(_default_task()))
     for task in _warm_tasks(settings):
-        if runners is None:
-            served.prewarm(rt.spec_for(task, server=True))
+        if pooled_sandboxes is None:
+            one_shot_servers.prewarm(rt.spec_for(task, server=True))
         else:
-            runners.prewarm(rt.spec_for(task, pooled=True))
+            pooled_sandboxes.prewarm(rt.spec_for(task, pooled=True))
     janitor = Janitor(
         store,
         worker=worker,
         host=settings.host_id,
         engine=engine,
-        pools=[pool, served] if runners is None else [pool, served, runners],
+        pools=[warm_pool, one_shot_servers]
+        if pooled_sandboxes is None
+        else [warm_pool, one_shot_servers, pooled_sandboxes],
         heartbeat_s=settings.heartbeat_s,
         heartbeat_ttl_s=settings.heartbeat_ttl_s,
         sweep_s=settings.reaper_interval_s,
@@ -431,13 +443,13 @@ def serve(
     finally:
         janitor.stop()
         # the containers of the interactive episodes this process serves: no other process
-        # can serve their actions (the episodes end as lost: workers/janitor.py)
+        # can serve their actions (the episodes end as lost: workers/janitor/episodes.py)
         for container_id in list(rt.holding.values()):
             engine.remove(container_id)
-        pool.close()
-        served.close()
-        if runners is not None:
-            runners.close()
+        warm_pool.close()
+        one_shot_servers.close()
+        if pooled_sandboxes is not None:
+            pooled_sandboxes.close()
         engine.release_networks()
         try:
             store.forget_worker(worker)

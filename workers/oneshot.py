@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any
 
-from core.results import infra_failure
+from core.endings import infra_failure
 from core.store import EpisodeRecord
 from proctor.models import (
     EpisodeResult,

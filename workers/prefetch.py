@@ -9,7 +9,7 @@ import logging
 from core import prefetch
 from proctor.prefetch import PullState
 from workers.runtime import Runtime
-from workers.sandbox.docker import ImageNotInRegistry, SandboxError
+from workers.sandbox.engine import ImageNotInRegistry, SandboxError
 
 log = logging.getLogger(__name__)
 

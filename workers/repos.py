@@ -37,7 +37,7 @@ from anticheat.git.seal import (
 from core.repos import RepoStore, SealedRepo, baked_ref
 from proctor.models import RepoSnapshot, TaskSpec
 from workers.runtime import Runtime
-from workers.sandbox.docker import WORKSPACE, PathTooLarge, SandboxError
+from workers.sandbox.engine import WORKSPACE, PathTooLarge, SandboxError
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ from core.store import EpisodeStore
 from proctor.imageref import is_reference
 from proctor.models import Isolation, NetworkPolicy, TaskSpec
 from workers.guard import Guard
-from workers.sandbox.docker import Engine, SandboxError, SandboxSpec
+from workers.sandbox.engine import Engine, SandboxError, SandboxSpec
 from workers.sandbox.images import TaskImages
-from workers.sandbox.pool import WarmPool
-from workers.sandbox.pooled import PooledSandbox, RunnerPool
 from workers.sandbox.sandbox import Sandbox
+from workers.sandbox.server_sandboxes import PooledSandbox, RunnerPool
+from workers.sandbox.warm_pool import WarmPool
 
 
 @dataclass(slots=True)
@@ -29,7 +29,9 @@ class Runtime:
     redis: redis.Redis
     store: EpisodeStore
     engine: Engine
-    pool: WarmPool
+    # fresh containers started ahead, each for one episode: interactive episodes' (a
+    # one-shot episode takes one only where there are no `one_shot_servers`)
+    warm_pool: WarmPool
     worker: str
     guard: Guard
     # episodes whose container this process holds (episode id → container id): when one
@@ -37,10 +39,12 @@ class Runtime:
     holding: dict[str, str] = field(default_factory=dict)
     # episodes this process is running a job for: the janitor tells its own lost ones apart
     busy: set[str] = field(default_factory=set)
-    runners: RunnerPool | None = None  # pooled sandboxes, when the deployment's isolation
+    # long-lived sandboxes whose root server serves one episode after another, when the
+    # deployment's isolation is pooled
+    pooled_sandboxes: RunnerPool | None = None
     # fresh containers whose root server serves one one-shot episode: the container
     # isolation's (none: a one-shot episode's program is a `docker exec` of the runner)
-    served: RunnerPool | None = None
+    one_shot_servers: RunnerPool | None = None
     task_images: TaskImages | None = None  # made on the first task image by reference
 
     def image_for(self, task: TaskSpec, *, pull: bool = True) -> str:
@@ -72,27 +76,31 @@ class Runtime:
     def isolation_for(self, task: TaskSpec) -> Isolation:
         """The deployment's isolation (pooled when it has pooled sandboxes), or the task's
         when it asks for more."""
-        if self.runners is None or task.isolation is Isolation.container:
+        if self.pooled_sandboxes is None or task.isolation is Isolation.container:
             return Isolation.container
         return Isolation.pooled
 
     def open_sandbox(self, task: TaskSpec, *, episode_id: str) -> tuple[Sandbox, bool]:
         """A sandbox for a one-shot episode, and whether it was started before it was asked
         for; give it back with `close_sandbox`."""
-        if self.runners is not None and self.isolation_for(task) is Isolation.pooled:
-            return self.runners.acquire(self.spec_for(task, pooled=True), episode_id=episode_id)
-        if self.served is not None:
-            return self.served.acquire(self.spec_for(task, server=True), episode_id=episode_id)
-        container, warm = self.pool.acquire(self.spec_for(task))
+        if self.pooled_sandboxes is not None and self.isolation_for(task) is Isolation.pooled:
+            return self.pooled_sandboxes.acquire(
+                self.spec_for(task, pooled=True), episode_id=episode_id
+            )
+        if self.one_shot_servers is not None:
+            return self.one_shot_servers.acquire(
+                self.spec_for(task, server=True), episode_id=episode_id
+            )
+        container, warm = self.warm_pool.acquire(self.spec_for(task))
         return Sandbox(self.engine, container, episode_id=episode_id), warm
 
     def close_sandbox(self, sandbox: Sandbox) -> None:
         if isinstance(sandbox, PooledSandbox):
-            pool = self.runners if sandbox.container.spec.pooled else self.served
+            pool = self.pooled_sandboxes if sandbox.container.spec.pooled else self.one_shot_servers
             assert pool is not None  # it came from there
             pool.release(sandbox)
         else:
-            self.pool.discard(sandbox.container)
+            self.warm_pool.discard(sandbox.container)
 
     def network_for(self, task: TaskSpec) -> tuple[str, tuple[str, ...]]:
         """The network and DNS servers: the honeypot's, unless it is down or not wanted."""

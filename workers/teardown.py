@@ -18,7 +18,7 @@ import redis
 from core.config import Settings
 from core.store import EpisodeStore
 from workers.janitor import worker_name
-from workers.sandbox.docker import Engine, SandboxError
+from workers.sandbox.engine import Engine, SandboxError
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,9 @@ from proctor.models import EpisodeCreate, EpisodeStatus, Solution, TaskSpec, Tes
 from tests.conftest import claimed_database, running_service, wait_until
 from tests.e2e.helpers import episode
 from tests.pools import wait_for_warm_pools
-from workers.capacity import HostBudget, NoCapacity, reserve
+from workers.capacity import HostBudget, reserve
 from workers.janitor import Janitor
+from workers.sandbox.engine import NoCapacity
 
 WORKERS = 8
 LOOP_S = 10.0
@@ -80,7 +81,7 @@ def test_a_janitor_gives_back_what_stopped_workers_held(redis_client: redis.Redi
     store.reserve(host, "ep_mine", Share("me", 1000, 512), budget=budget)  # no such episode
     janitor.busy.add("ep_busy")
     store.reserve(host, "ep_busy", Share("me", 1000, 512), budget=budget)
-    assert janitor.release_shares(judging=False) == 2
+    assert janitor.shares.release(judging=False) == 2
     assert set(store.reservations(host)) == {"ep_alive", "ep_busy"}
     store.forget_worker("alive")
     redis_client.delete(keys.reservations(host))

@@ -13,7 +13,7 @@ from core.config import Settings
 from tests.conftest import claimed_database, running_service, wait_until
 from tests.e2e.helpers import episode
 from tests.e2e.test_interactive import bash, repo, start, task  # noqa: F401
-from workers.sandbox.docker import HOLDER_LABEL
+from workers.sandbox.engine import HOLDER_LABEL
 
 
 @pytest.fixture(scope="module")

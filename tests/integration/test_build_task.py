@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.e2e.helpers import GIT_ENV
 from tests.registry import BASE, Registry, running_registry
-from workers.sandbox.docker import DEPLOYMENT_LABEL, Engine, SandboxSpec
+from workers.sandbox.engine import DEPLOYMENT_LABEL, Engine, SandboxSpec
 from workers.sandbox.protocol import Run, RunResult
 from workers.sandbox.sandbox import Sandbox
 

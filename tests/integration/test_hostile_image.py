@@ -18,7 +18,7 @@ import docker
 import pytest
 
 from tests.registry import BASE, Registry, build, push, running_registry
-from workers.sandbox.docker import (
+from workers.sandbox.engine import (
     DEPLOYMENT_LABEL,
     HOLDER_LABEL,
     MANAGED_LABEL,
@@ -26,9 +26,9 @@ from workers.sandbox.docker import (
     Engine,
     SandboxSpec,
 )
-from workers.sandbox.pooled import RunnerPool
 from workers.sandbox.protocol import Run, RunResult, Write
 from workers.sandbox.sandbox import Sandbox
+from workers.sandbox.server_sandboxes import RunnerPool
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 import redis
 
-from core import results
+from core import endings
 from core.store import EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeStatus, Timings, Verdict
 from tests.conftest import emptied, running_api
@@ -29,7 +29,7 @@ def ended(store: EpisodeStore, total_s: float) -> None:
     admission = store.create([request], dedup_keys=[None], max_queued=10_000, dedup_ttl_s=60)
     record = store.get(admission.ids[0])
     assert record is not None
-    result = results.ended(
+    result = endings.ended(
         record,
         EpisodeStatus.completed,
         Verdict.passed,

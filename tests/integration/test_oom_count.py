@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from workers.sandbox.docker import Engine, SandboxSpec
+from workers.sandbox.engine import Engine, SandboxSpec
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 

@@ -19,8 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from workers.sandbox.docker import DEPLOYMENT_LABEL, Engine, SandboxSpec
-from workers.sandbox.pooled import PooledSandbox, RunnerPool
+from workers.sandbox.engine import DEPLOYMENT_LABEL, Engine, SandboxSpec
 from workers.sandbox.protocol import (
     SHARED_FILES,
     KillAll,
@@ -34,6 +33,7 @@ from workers.sandbox.protocol import (
     share,
 )
 from workers.sandbox.sandbox import RunnerBroken
+from workers.sandbox.server_sandboxes import PooledSandbox, RunnerPool
 
 IMAGE = "proctor/sandbox-python:latest"
 # PROCTOR_TEST_RUNTIME=runsc runs them under gVisor (scripts/test.sh does where it works)

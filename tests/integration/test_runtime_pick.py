@@ -12,7 +12,7 @@ import pytest
 
 from workers.sandbox import checks
 from workers.sandbox.checks import FAST_RUNTIME, pick_runtime
-from workers.sandbox.docker import (
+from workers.sandbox.engine import (
     DEPLOYMENT_LABEL,
     Container,
     DockerUnavailable,

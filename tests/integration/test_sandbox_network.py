@@ -25,7 +25,7 @@ from core.config import Settings
 from core.store import EpisodeStore
 from workers.honeypot import Hit, Honeypot, evidence
 from workers.main import start_honeypot
-from workers.sandbox.docker import (
+from workers.sandbox.engine import (
     DEPLOYMENT_LABEL,
     HOLDER_LABEL,
     ICC_OPTION,

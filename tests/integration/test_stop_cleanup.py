@@ -24,7 +24,7 @@ from tests.conftest import (
     wait_ready,
 )
 from tests.e2e.helpers import episode
-from workers.sandbox.docker import DEPLOYMENT_LABEL
+from workers.sandbox.engine import DEPLOYMENT_LABEL
 
 ADD = "def add(a, b):\n    return a + b\n"
 STOP_S = 90  # a worker finishes the job it holds before it stops

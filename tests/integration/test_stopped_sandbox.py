@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from proctor.models import Verdict
-from workers.sandbox.docker import Container, Engine, SandboxError, SandboxSpec
+from workers.sandbox.engine import Container, Engine, SandboxError, SandboxSpec
 from workers.sandbox.protocol import Listing
 from workers.sandbox.sandbox import RunnerBroken, Sandbox
 

@@ -30,7 +30,7 @@ from tests.registry import (
     running_registry,
     small_image,
 )
-from workers.sandbox.docker import (
+from workers.sandbox.engine import (
     DEPLOYMENT_LABEL,
     Engine,
     ImageNotInRegistry,

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import redis
 
-from core import results
+from core import endings
 from core.store import EpisodeStore
 from proctor.models import (
     BashAction,
@@ -76,7 +76,7 @@ def finished(
         if verdict is Verdict.cheat
         else [],
     )
-    result = results.ended(
+    result = endings.ended(
         record,
         EpisodeStatus.completed,
         verdict,
@@ -183,7 +183,7 @@ def test_an_episode_with_attempts_only_says_its_reward_is_merit(
         step=1,
         level=Level.attempt,
     )
-    result = results.ended(
+    result = endings.ended(
         record,
         EpisodeStatus.completed,
         Verdict.passed,

@@ -13,10 +13,10 @@ from dataclasses import replace
 import docker
 import pytest
 
-from workers.sandbox.docker import DEPLOYMENT_LABEL, SANDBOX_HOME, WORKSPACE, Engine, SandboxSpec
-from workers.sandbox.pooled import RunnerPool
+from workers.sandbox.engine import DEPLOYMENT_LABEL, SANDBOX_HOME, WORKSPACE, Engine, SandboxSpec
 from workers.sandbox.protocol import Run, RunResult, Write
 from workers.sandbox.sandbox import Sandbox
+from workers.sandbox.server_sandboxes import RunnerPool
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 

@@ -153,3 +153,19 @@ def test_container_assets_are_never_imported_by_the_host() -> None:
                     if n in assets or (n and ".assets" in n)
                 ]
     assert assets and bad == []
+
+
+ENGINE = Path("workers/sandbox/engine")
+
+
+def test_only_the_engine_imports_docker() -> None:
+    """The Docker SDK is untyped: one package wraps it, and nothing else of ours sees it."""
+    bad = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for package in ALLOWED
+        for path in modules(package)
+        for line, name, _ in imported(path)
+        if name == "docker" and ENGINE not in path.relative_to(ROOT).parents
+    ]
+    assert bad == []
+    assert any(name == "docker" for p in (ROOT / ENGINE).glob("*.py") for _, name, _ in imported(p))

@@ -17,14 +17,14 @@ from proctor.models import Scoring, TestFormat, TestOutcome, TestSpec, Verdict
 from workers.evaluation.junit import ReportError, parse
 from workers.evaluation.marker import MARKER_NAME, NONCE_NAME, bootstrap_source, nonce_of
 from workers.evaluation.marker import new_run as new_marker_run
-from workers.evaluation.scoring import TestRun, score
-from workers.evaluation.seal import (
+from workers.evaluation.report_seal import (
     DEFENCES_NAME,
     SEAL_MARK,
     defences_source,
     run_key,
     runs_pytest,
 )
+from workers.evaluation.scoring import TestRun, score
 
 PASSING = """<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="2">
 <testcase classname="tests.test_a.TestA" name="test_one" file="tests/test_a.py" time="0.01"/>

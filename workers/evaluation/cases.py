@@ -38,7 +38,7 @@ from proctor.judging import CaseVerdict, JudgeSpec
 from proctor.models import Scoring, TestCase, TestOutcome, Verdict
 from workers.evaluation.compare import compare
 from workers.evaluation.scoring import Score
-from workers.sandbox.docker import SandboxError
+from workers.sandbox.engine import SandboxError
 
 MESSAGE_CHARS = 500
 OUT_OF_MEMORY = re.compile(

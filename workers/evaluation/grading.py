@@ -15,7 +15,7 @@ Plugin autoloading is off (`PYTEST_DISABLE_PLUGIN_AUTOLOAD`): pytest would other
 entry points of any distribution on `sys.path`, the workspace included. The grader plugin
 (`assets/grader_plugin.py`, written into the private grader directory under a random module name
 and loaded first with `-p`) loads the image's own plugins in its place, from root-owned
-read-only directories only, and seals the report with this run's key (`seal.py`). Limits of
+read-only directories only, and seals the report with this run's key (`report_seal.py`). Limits of
 that: one pytest session per grading command (a second finds no key, and its report no
 seal); plugins a task names in its own `addopts` load before the grader, and if they come
 from the workspace the run fails (load them from a conftest.py, which runs after it).
@@ -33,7 +33,7 @@ then the test files run as plain programs under a bootstrap (`assets/assert_boot
 that takes a per-run nonce from the grader directory before any solution code runs and
 writes it back, to the run's `report` path, only after the last program returned. The
 bootstrap runs in a fork of the in-sandbox runner (`Run.python`), with no interpreter to
-start, and the defences come with their bytecode (`seal.defences_bytecode`): the grading
+start, and the defences come with their bytecode (`report_seal.defences_bytecode`): the grading
 of a HumanEval problem costs the sandbox ~20 ms of CPU where a `python3` start alone is ~17.
 The grader's files that are alike in every episode (bootstrap, plugin, defences) are shared
 files (`protocol.share`): a pooled sandbox is given them once, not with every episode.
@@ -66,7 +66,7 @@ from core.languages import LANGUAGES
 from proctor.models import NewProtectedFiles, TaskSpec, TestFormat
 from workers.evaluation import marker
 from workers.evaluation.judging import judged_run
-from workers.evaluation.seal import (
+from workers.evaluation.report_seal import (
     DEFENCES_NAME,
     defences_bytecode,
     defences_source,

@@ -1,7 +1,7 @@
 """Completion nonces of the `assert` format, and the check of the marker that carries one.
 
 A run's nonce is derived from a secret of this worker process and the run's public id (as the
-grader plugin's key is, `seal.py`), so the scorer checks a marker with nothing but the
+grader plugin's key is, `report_seal.py`), so the scorer checks a marker with nothing but the
 marker. The nonce reaches the sandbox once, in a file the bootstrap deletes before any
 solution code runs (`assets/assert_bootstrap.py` says what that does and does not protect
 against), and never comes back: the marker of a completed run carries an HMAC keyed by it
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from workers.evaluation.seal import evidence_lines, run_key
+from workers.evaluation.report_seal import evidence_lines, run_key
 
 MARKER_NAME = "marker.json"
 NONCE_NAME = "nonce.json"

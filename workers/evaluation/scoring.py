@@ -25,7 +25,7 @@ The rules, in order (the first that applies decides):
 A report and an exit code that disagree (a report of all passes from a run that exited
 non-zero) is a failure: the code under test may have written that report itself. A command
 that runs pytest loads the grader plugin, which seals the report at the end of the session
-(`seal.py`); a report that lacks the seal, or was changed after it, was not written by the
+(`report_seal.py`); a report that lacks the seal, or was changed after it, was not written by the
 session we graded. Other commands write JUnit XML themselves and are trusted as written.
 
 A split run (`grading.split_shape`) has the grader's record, read from a pipe only that
@@ -46,7 +46,7 @@ from workers.evaluation.grading import SplitShape
 from workers.evaluation.junit import MAX_MESSAGE_CHARS, Report, ReportError, parse
 from workers.evaluation.marker import Marker, MarkerError, read_marker
 from workers.evaluation.record import RecordError, read_record
-from workers.evaluation.seal import SealError, runs_pytest, unseal
+from workers.evaluation.report_seal import ReportSealBroken, runs_pytest, unseal
 
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 
@@ -141,7 +141,7 @@ def _score_junit(run: TestRun, spec: TestSpec, scoring: Scoring, evidence: list[
                 )
         else:
             report = parse(xml)
-    except (ReportError, SealError) as exc:
+    except (ReportError, ReportSealBroken) as exc:
         return Score(Verdict.failed, 0.0, False, reason=str(exc))
     return _score_report(report, run, spec, scoring)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.models import CheatCategory, Evidence, EvidenceSource
-from workers.sandbox.docker import Engine, SandboxError
+from workers.sandbox.engine import Engine, SandboxError
 
 log = logging.getLogger(__name__)
 

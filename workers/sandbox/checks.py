@@ -7,7 +7,7 @@ import logging
 import uuid
 from dataclasses import replace
 
-from workers.sandbox.docker import (
+from workers.sandbox.engine import (
     DockerUnavailable,
     Engine,
     ImageMissing,

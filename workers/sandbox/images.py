@@ -23,7 +23,7 @@ import redis
 
 from core import keys
 from core.task_images import digest, mark_missing, missing_reason
-from workers.sandbox.docker import Engine, ImageNotInRegistry, PullFailed
+from workers.sandbox.engine import Engine, ImageNotInRegistry, PullFailed
 
 log = logging.getLogger(__name__)
 

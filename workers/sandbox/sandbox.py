@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from proctor.models import Verdict
 from workers.sandbox import protocol
-from workers.sandbox.docker import (
+from workers.sandbox.engine import (
     Container,
     ContainerStopped,
     Engine,
@@ -264,8 +264,8 @@ class RunnerBroken(Exception):
 
 
 class Sandbox:
-    # whether a root server runs its programs (`pooled.PooledSandbox`): only one can start a
-    # process as a uid other than the episode's (a split run's grader)
+    # whether a root server runs its programs (`server_sandboxes.PooledSandbox`): only one
+    # can start a process as a uid other than the episode's (a split run's grader)
     root_server: ClassVar[bool] = False
 
     def __init__(self, engine: Engine, container: Container, *, episode_id: str) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 from core import keys, store
+from core.store.admission import CREATE
+from core.store.lifecycle import ADVANCE, FINISH
+from core.store.scripts import LUA_STATUSES
 from proctor.models import EpisodeStatus
 
 
@@ -29,7 +32,7 @@ def test_every_key_family_is_in_the_store_table() -> None:
         assert key.startswith(keys.PREFIX), name
         pattern = re.escape(key.removeprefix(keys.PREFIX)).replace(r"\{\}", r"\{[a-z0-9]+\}")
         row = re.search(rf"^\s+{pattern}\s.*\s{re.escape(name)}$", table, re.MULTILINE)
-        assert row, f"{name} ({key}) is missing from core/store.py's key table"
+        assert row, f"{name} ({key}) is missing from core/store/__init__.py's key table"
 
 
 def test_every_record_field_is_in_the_store_table() -> None:
@@ -41,8 +44,8 @@ def test_every_record_field_is_in_the_store_table() -> None:
 
 def test_the_scripts_name_no_status_and_cut_no_key() -> None:
     statuses = {s.value for s in EpisodeStatus}
-    for script in (store._FINISH, store._ADVANCE, store._CREATE):
-        body = script.removeprefix(store._LUA_STATUSES)
+    for script in (FINISH, ADVANCE, CREATE):
+        body = script.body
         quoted = set(re.findall(r"'([a-z_]+)'", body))
         assert not quoted & statuses, quoted & statuses
         assert "string.sub" not in body
@@ -50,5 +53,5 @@ def test_the_scripts_name_no_status_and_cut_no_key() -> None:
 
 def test_the_generated_statuses_are_the_terminal_ones() -> None:
     terminal = {s.value for s in EpisodeStatus if s.terminal}
-    line = store._LUA_STATUSES.splitlines()[0]
+    line = LUA_STATUSES.splitlines()[0]
     assert set(re.findall(r'\["([a-z_]+)"\] = true', line)) == terminal

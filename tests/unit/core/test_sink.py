@@ -12,7 +12,7 @@ import pyarrow.parquet as pq  # the server's extra: a missing pyarrow fails, nev
 import pytest
 import redis
 
-from core import results
+from core import endings
 from core.exported import export_line, export_row
 from core.sink import EpisodeSink
 from core.store import EpisodeStore
@@ -153,9 +153,9 @@ def test_the_store_writes_one_row_per_terminal_result(
     admission = store.create([REQUEST], dedup_keys=[None], max_queued=100, dedup_ttl_s=60)
     record = store.get(admission.ids[0])
     assert record is not None
-    ended = results.ended(record, EpisodeStatus.completed, Verdict.passed, reward=1.0, passed=True)
+    ended = endings.ended(record, EpisodeStatus.completed, Verdict.passed, reward=1.0, passed=True)
     assert store.finish(ended)
-    assert not store.finish(results.cancelled(record))  # it had ended: no second row
+    assert not store.finish(endings.cancelled(record))  # it had ended: no second row
     sink.close()
     rows = list(read_rows(sink_files(tmp_path), RowFilter()))
     assert [(r["id"], r["verdict"], r["reward"]) for r in rows] == [(record.id, "passed", 1.0)]

@@ -7,8 +7,8 @@ from __future__ import annotations
 from core.defaults import COMPILE_WALL_FACTOR, COMPILE_WALL_SLACK_S
 from proctor.models import Limits, TaskSpec, TestFormat, TestSpec, Verdict
 from workers.evaluation.grading import grading_plan
-from workers.results import compile_failed, score_compile
 from workers.sandbox.protocol import KillAll, Run, RunResult, Write
+from workers.scored_results import compile_failed, score_compile
 
 
 def task(language: str | None, **limits: float) -> TaskSpec:

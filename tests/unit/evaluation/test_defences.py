@@ -15,8 +15,8 @@ import pytest
 from proctor.models import Scoring, TestFormat, TestSpec, Verdict
 from workers.evaluation.marker import MARKER_NAME, NONCE_NAME, bootstrap_source
 from workers.evaluation.marker import new_run as new_marker_run
+from workers.evaluation.report_seal import DEFENCES_NAME, defences_source
 from workers.evaluation.scoring import Score, TestRun, score
-from workers.evaluation.seal import DEFENCES_NAME, defences_source
 
 TESTS = """\
 from solution import f

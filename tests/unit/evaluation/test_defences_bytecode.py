@@ -7,7 +7,7 @@ import sys
 from importlib import util
 from pathlib import Path
 
-from workers.evaluation.seal import DEFENCES_NAME, defences_bytecode, defences_source
+from workers.evaluation.report_seal import DEFENCES_NAME, defences_bytecode, defences_source
 
 
 def test_the_pyc_beside_the_defences_is_what_their_import_loads(tmp_path: Path) -> None:

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from proctor.models import Scoring, TestFormat, TestSpec, Verdict
 from workers.evaluation.junit import ReportError, parse
 from workers.evaluation.marker import MarkerError, read_marker
+from workers.evaluation.report_seal import SEAL_MARK, ReportSealBroken, unseal
 from workers.evaluation.scoring import TestRun, score
-from workers.evaluation.seal import SEAL_MARK, SealError, unseal
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NESTED = "[" * 100_000 + "]" * 100_000
@@ -98,7 +98,7 @@ def test_a_report_of_any_text_is_a_report_or_seal_error_at_worst(text: str, shap
     ][shape]
     with contextlib.suppress(ReportError):  # any other exception fails the test
         parse(report)
-    with contextlib.suppress(SealError):
+    with contextlib.suppress(ReportSealBroken):
         unseal(report)
 
 

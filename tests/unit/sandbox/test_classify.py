@@ -7,7 +7,7 @@ import errno
 import pytest
 
 from proctor.models import Verdict
-from workers.sandbox.docker import Usage
+from workers.sandbox.engine import Usage
 from workers.sandbox.sandbox import Cause, Evidence, classify
 
 MB = 1 << 20

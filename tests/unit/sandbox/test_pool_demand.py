@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from workers.sandbox.demand import Budget, Demand, share
-from workers.sandbox.docker import SandboxSpec
-from workers.sandbox.pool import StartedPool
+from workers.sandbox.engine import SandboxSpec
+from workers.sandbox.warm_pool import StartedPool
 
 SPEC = SandboxSpec(image="proctor/sandbox-python:latest", memory_mb=512, cpus=1.0)
 

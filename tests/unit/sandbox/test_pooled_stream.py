@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from workers.sandbox.docker import FRAME_HEADER, Attached
-from workers.sandbox.pooled import ServerGone, ServerStream
+from workers.sandbox.engine import FRAME_HEADER, Attached
 from workers.sandbox.protocol import Program, Reply, Results, Sent, SentResult
+from workers.sandbox.server_sandboxes import ServerGone, ServerStream
 
 
 def frame(kind: int, payload: bytes) -> bytes:

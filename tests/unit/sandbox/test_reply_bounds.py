@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proctor.models import Verdict
-from workers.sandbox.docker import Container, ExecResult, SandboxError, SandboxSpec, Usage
-from workers.sandbox.pooled import PooledRunner, PooledSandbox, ReplyTooLarge
+from workers.sandbox.engine import Container, ExecResult, SandboxError, SandboxSpec, Usage
 from workers.sandbox.protocol import Program, Reply, Run, RunResult, clip
 from workers.sandbox.sandbox import (
     BOOT,
@@ -28,6 +27,7 @@ from workers.sandbox.sandbox import (
     runner_input,
     runner_source,
 )
+from workers.sandbox.server_sandboxes import PooledRunner, PooledSandbox, ReplyTooLarge
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HOSTILE_TEXT = st.text(

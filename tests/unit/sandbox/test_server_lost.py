@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from proctor.models import Verdict
-from workers.sandbox.docker import POOLED_SERVER_MB, Container, SandboxError, SandboxSpec, Usage
-from workers.sandbox.pooled import PooledRunner, PooledSandbox
+from workers.sandbox.engine import POOLED_SERVER_MB, Container, SandboxError, SandboxSpec, Usage
 from workers.sandbox.sandbox import RunnerBroken
+from workers.sandbox.server_sandboxes import PooledRunner, PooledSandbox
 
 LIMIT = 288 << 20
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import requests
 
-from workers.sandbox.docker import Engine, SandboxError
+from workers.sandbox.engine import Engine, SandboxError
 
 
 class Api:

@@ -7,7 +7,7 @@ import time
 import pytest
 import redis
 
-from core import results
+from core import endings
 from core.store import EpisodeStore
 from proctor.models import (
     CheatCategory,
@@ -43,7 +43,7 @@ def ended(
             rule="vcs.future-commits",
         )
         cheat = CheatReport(detected=True, evidence=[evidence])
-    result = results.ended(
+    result = endings.ended(
         record,
         EpisodeStatus.completed,
         verdict,

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq  # the server's extra: a missing pyarrow fails, nev
 import pytest
 import redis
 
-from core import results
+from core import endings
 from core.store import EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeExport, EpisodeStatus, Verdict
 from service import export
@@ -26,7 +26,7 @@ def ended(store: EpisodeStore, verdict: Verdict, n: int) -> str:
     record = store.get(admission.ids[0])
     assert record is not None
     reward = 1.0 if verdict is Verdict.passed else 0.0
-    result = results.ended(
+    result = endings.ended(
         record, EpisodeStatus.completed, verdict, reward=reward, passed=reward == 1.0
     )
     assert store.finish(result)

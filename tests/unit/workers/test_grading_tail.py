@@ -17,7 +17,7 @@ from workers import grading_tail, interactive, oneshot
 from workers.sandbox.protocol import RunResult
 
 WORKERS = Path(grading_tail.__file__).parent
-# the steps of the tail: called from the tail (or, for the scoring helpers, from results.py
+# the steps of the tail: called from the tail (or, for the scoring helpers, from scored_results.py
 # which defines them), and nowhere else
 TAIL_STEPS = {
     "score_test_run",
@@ -29,7 +29,7 @@ TAIL_STEPS = {
     "apply_policy",
     "added_evidence",
 }
-HOMES = {WORKERS / "grading_tail.py", WORKERS / "results.py", WORKERS / "guard.py"}
+HOMES = {WORKERS / "grading_tail.py", WORKERS / "scored_results.py", WORKERS / "guard.py"}
 
 
 def calls(node: ast.AST) -> set[str]:

@@ -43,7 +43,8 @@ def test_the_container_of_an_episode_cancelled_while_it_runs_is_removed() -> Non
     holding = {"ep": "c1"}
     store = Store(EpisodeStatus.cancelled)
     found, engine = janitor(store, holding)
-    found.release_ended()
+    assert found.containers is not None
+    found.containers.release_ended()
     assert (engine.removed, holding, store.released) == (["c1"], {}, ["ep"])
 
 
@@ -52,5 +53,6 @@ def test_a_container_the_episode_let_go_of_while_its_end_was_read_stays() -> Non
     # the episode ends normally between the janitor's look at `holding` and its read
     store = Store(EpisodeStatus.completed, on_read=lambda: holding.pop("ep"))
     found, engine = janitor(store, holding)
-    found.release_ended()
+    assert found.containers is not None
+    found.containers.release_ended()
     assert (engine.removed, store.released) == ([], [])

@@ -8,7 +8,7 @@ from typing import Any
 
 from core.defaults import MAX_EPISODE_S
 from tests.unit.workers.janitors import janitor_of
-from workers.sandbox.docker import DEPLOYMENT_LABEL, WORKER_LABEL
+from workers.sandbox.engine import DEPLOYMENT_LABEL, WORKER_LABEL
 
 
 class Engine:
@@ -39,7 +39,8 @@ def sandbox(name: str, worker: str, state: str = "exited", deployment: str = "he
 
 def reaped(engine: Engine, *, holding: dict[str, str], others: bool = True) -> list[str]:
     janitor = janitor_of(None, engine, holding, worker="me")
-    janitor.reap_containers({"me", "peer"}, others=others)
+    assert janitor.containers is not None
+    janitor.containers.reap({"me", "peer"}, others=others)
     return sorted(engine.removed)
 
 

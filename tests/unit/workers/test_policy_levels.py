@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from proctor.models import CheatCategory, Evidence, EvidenceSource
 from workers.guard import integrity_evidence, is_cheat
-from workers.results import grader_evidence
+from workers.scored_results import grader_evidence
 
 
 def rule(rule_id: str, category: CheatCategory) -> Evidence:

@@ -7,7 +7,8 @@ JSON status per line out on stdout.
 
 The sandbox has every protection a fresh one has (no network, read-only root, no new
 privileges, its memory, cpu and pids limits) and gives this server only the capabilities
-it needs to hand the sandbox to one episode after another (`POOLED_CAPS` in docker.py).
+it needs to hand the sandbox to one episode after another (`POOLED_CAPS` in
+workers/sandbox/engine/constants.py).
 Each episode is a uid never used before in this sandbox, with a workspace, home and
 temporary directory of its own (0700). The server runs the episode's operations itself —
 the runner's, the same code — with that uid as its effective uid meanwhile (no capability

@@ -26,7 +26,7 @@ _SEAL_TAIL = re.compile(r"(\{[^\n]*\}) ([0-9a-f]{64}) -->\n?\Z")
 _RUNS_PYTEST = re.compile(r"\bpy\.?test\b")
 
 
-class SealError(ValueError):
+class ReportSealBroken(ValueError):
     """The report is not the one the graded pytest session wrote: the run fails."""
 
 
@@ -101,37 +101,37 @@ def runs_pytest(command: str | None) -> bool:
 
 
 def unseal(report: str) -> tuple[str, Seal]:
-    """The report as pytest wrote it and its seal; SealError when either does not hold
+    """The report as pytest wrote it and its seal; ReportSealBroken when either does not hold
     (whatever the code under test wrote there: nested past the recursion limit, say)."""
     try:
         return _unseal(report)
-    except SealError:
+    except ReportSealBroken:
         raise
     except (RecursionError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise SealError("the JUnit report's grader seal is malformed") from exc
+        raise ReportSealBroken("the JUnit report's grader seal is malformed") from exc
 
 
 def _unseal(report: str) -> tuple[str, Seal]:
     body, mark, tail = report.rpartition(SEAL_MARK)
     if not mark:
-        raise SealError(
+        raise ReportSealBroken(
             "the JUnit report carries no grader seal: the graded pytest "
             "session did not write it (or it was rewritten afterwards)"
         )
     found = _SEAL_TAIL.match(tail)
     if found is None:
-        raise SealError("the JUnit report's grader seal is malformed")
+        raise ReportSealBroken("the JUnit report's grader seal is malformed")
     text, mac = found.group(1), found.group(2)
     try:
         data = json.loads(text)
         run = str(data["run"])
     except (ValueError, KeyError, TypeError) as exc:
-        raise SealError("the JUnit report's grader seal is malformed") from exc
+        raise ReportSealBroken("the JUnit report's grader seal is malformed") from exc
     expected = hmac.new(run_key(run), text.encode(), "sha256").hexdigest()
     if not hmac.compare_digest(expected, mac):
-        raise SealError("the JUnit report's grader seal is not valid for this worker")
+        raise ReportSealBroken("the JUnit report's grader seal is not valid for this worker")
     if hashlib.sha256(body.encode("utf-8")).hexdigest() != data.get("sha256"):
-        raise SealError("the JUnit report was changed after the test session wrote it")
+        raise ReportSealBroken("the JUnit report was changed after the test session wrote it")
     exitstatus = data.get("exitstatus")
     return body, Seal(
         run=run,

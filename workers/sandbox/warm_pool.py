@@ -8,7 +8,8 @@ not keep sandboxes around; a worker process's pools together stay within its sha
 host's ceiling.
 
 `StartedPool` is that mechanism; `WarmPool` holds fresh containers, each used once, and
-`pooled.RunnerPool` holds pooled sandboxes, each serving many episodes.
+`server_sandboxes.RunnerPool` holds sandboxes whose root server runs the episodes (a
+pooled one serves many episodes, a one-shot server one).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Generic, TypeVar
 
 from core.defaults import POOL_IDLE_DRAIN_S
 from workers.sandbox.demand import Budget, Demand
-from workers.sandbox.docker import POOL_LABEL, Container, Engine, SandboxError, SandboxSpec
+from workers.sandbox.engine import POOL_LABEL, Container, Engine, SandboxError, SandboxSpec
 
 log = logging.getLogger(__name__)
 

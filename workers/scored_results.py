@@ -1,12 +1,12 @@
 """From what the runner reported to the scored result a trainer reads (both modes).
 
-Terminal results are built by `core.results`; this maps a test run to its score and the
+Terminal results are built by `core.endings`; this maps a test run to its score and the
 scored result.
 """
 
 from __future__ import annotations
 
-from core.results import ended
+from core.endings import ended
 from core.store import EpisodeRecord
 from proctor.models import (
     CheatCategory,

@@ -28,7 +28,7 @@ from functools import cache
 from typing import Any
 
 from workers.sandbox.demand import Budget
-from workers.sandbox.docker import (
+from workers.sandbox.engine import (
     FRAME_HEADER,
     POOL_LABEL,
     POOLED_SERVER_MB,
@@ -40,7 +40,6 @@ from workers.sandbox.docker import (
     Usage,
     oom_kill_count,
 )
-from workers.sandbox.pool import StartedPool
 from workers.sandbox.protocol import (
     EXIT_NO_MEMORY,
     SHARED_FILES,
@@ -59,6 +58,7 @@ from workers.sandbox.sandbox import (
     Sandbox,
     runner_input,
 )
+from workers.sandbox.warm_pool import StartedPool
 
 log = logging.getLogger(__name__)
 
