@@ -14,14 +14,20 @@ compile is the code's fault (`compile_error`), never ours.
 | c                          | cpp    | main.c        | gcc -std=c11 -O2 -lm    | ./main      |
 | java                       | java   | Main.java     | javac (cp: ., *.jar)    | java -ea    |
 | junit                      | java   | <class>.java  | javac *.java            | JUnit 5     |
-| go                         | go     | main.go       | go build                | ./main      |
-| go_test                    | go     | main_test.go  | go test -c              | -test.v     |
+| go                         | go     | main.go       | go build (*)            | ./main      |
+| go_test                    | go     | main_test.go  | go test -c (*)          | -test.v     |
 | nodejs (js, javascript)    | node   | main.js       |                         | node        |
-| typescript (ts)            | node   | main.ts       | tsc (*)                 | node        |
+| typescript (ts)            | node   | main.ts       |                         | tsx (**)    |
 | rust                       | rust   | main.rs       | rustc -O                | ./main      |
 
-(*) SandboxFusion runs TypeScript with tsx, which strips types without checking them: a
-type error shows in the compile output but does not stop the run; a file tsc cannot emit does.
+The libraries SandboxFusion's runtimes bundle are in the images (images/sandbox-lang/README.md):
+javatuples on java's class path, lodash and the rest of its node runtime on NODE_PATH, testify
+and other Go libraries on the GOPATH.
+(*) A program without a go.mod builds in GOPATH mode, where the image's Go libraries are:
+nothing is downloaded (a request that brings its own go.mod is in module mode, offline).
+(**) tsx, as SandboxFusion runs TypeScript: esbuild strips the types without checking them
+and gives ES default imports of CommonJS modules (`import assert from "assert"`); no compile
+step, as in SandboxFusion.
 
 No Docker here and nothing else imported: the adapter and the grading phase both read it.
 """
@@ -32,8 +38,10 @@ import re
 from dataclasses import dataclass
 
 WORKSPACE = "/workspace"
-# SandboxFusion's javac/java class path: the workspace, then any jar the request brought
-JAVA_CLASSPATH = '".:$(ls *.jar 2>/dev/null | tr "\\n" ":")"'
+# SandboxFusion's javac/java class path: the workspace, the libraries its runner bundles, then
+# any jar the request brought
+JAVATUPLES_JAR = "/usr/share/java/javatuples.jar"
+JAVA_CLASSPATH = f'".:{JAVATUPLES_JAR}:$(ls *.jar 2>/dev/null | tr "\\n" ":")"'
 JUNIT_JAR = "/usr/share/java/junit-platform-console-standalone.jar"
 
 
@@ -93,20 +101,10 @@ _TABLE = (
         "go",
         "main_test.go",
         "./main.test -test.v",
-        compile="test -e go.mod || go mod init sandbox >/dev/null 2>&1; go test -c -o main.test",
+        compile="go test -c -o main.test",
     ),
     Language("nodejs", "node", "main.js", "node main.js", aliases=("js", "javascript")),
-    Language(
-        "typescript",
-        "node",
-        "main.ts",
-        "node main.js",
-        # tsx, SandboxFusion's runner, strips types without checking them: a type error is
-        # reported in the compile output but does not stop the run; a file tsc cannot emit does
-        compile="tsc --target es2020 --module commonjs --skipLibCheck --pretty false main.ts; "
-        "test -e main.js",
-        aliases=("ts",),
-    ),
+    Language("typescript", "node", "main.ts", "tsx main.ts", aliases=("ts",)),
     Language("rust", "rust", "main.rs", "./main", compile="rustc -O main.rs -o main"),
 )
 

@@ -26,6 +26,7 @@ from pathlib import Path
 # modules by their full name: `from proctor.imagebuild import x` would go through the
 # package's __init__, which imports this module
 import proctor.imagebuild.engine as engine
+import proctor.imagebuild.npm as npm
 import proctor.imagebuild.pins as pins
 import proctor.imagebuild.recipes as recipes
 import proctor.imagebuild.wheels as wheels
@@ -42,10 +43,40 @@ JUDGE = "proctor/judge:latest"
 # target → (image, the Debian packages it adds to the Python sandbox).
 LANGUAGE_IMAGES = {
     "sandbox-cpp": ("proctor/sandbox-cpp:latest", ("g++", "gcc", "libc6-dev")),
-    "sandbox-java": ("proctor/sandbox-java:latest", ("openjdk-17-jdk-headless", "junit5")),
-    "sandbox-go": ("proctor/sandbox-go:latest", ("golang-go",)),
+    # javatuples: SandboxFusion's java runner puts it on the class path
+    "sandbox-java": (
+        "proctor/sandbox-java:latest",
+        ("openjdk-17-jdk-headless", "junit5", "libjavatuples-java"),
+    ),
+    # the Go libraries of SandboxFusion's go runtime that Debian packages as source (its
+    # tests import testify): on the GOPATH, so `go build`/`go test` never download
+    "sandbox-go": (
+        "proctor/sandbox-go:latest",
+        (
+            "golang-go",
+            "golang-github-stretchr-testify-dev",
+            "golang-gopkg-yaml.v2-dev",
+            "golang-gopkg-yaml.v3-dev",
+            "golang-github-sirupsen-logrus-dev",
+            "golang-go.uber-atomic-dev",
+        ),
+    ),
     "sandbox-node": ("proctor/sandbox-node:latest", ("nodejs", "node-typescript")),
     "sandbox-rust": ("proctor/sandbox-rust:latest", ("rustc",)),
+}
+# target → npm packages, pinned, installed by the host's npm (proctor/imagebuild/npm.py):
+# tsx runs TypeScript as SandboxFusion does (esbuild: types stripped, ES module interop);
+# the rest are the libraries of SandboxFusion's node runtime that programs import (its jest,
+# jsdom and puppeteer serve other runners)
+NPM_PACKAGES = {
+    "sandbox-node": (
+        "tsx@4.7.1",
+        "lodash@4.17.21",
+        "js-md5@0.7.3",
+        "seedrandom@3.0.5",
+        "random-seed@0.3.0",
+        "commander@12.1.0",
+    ),
 }
 # target name → image; the judge is built on request only (it compiles llama.cpp once)
 IMAGES = {
@@ -230,6 +261,7 @@ class Builder:
         """A language family's sandbox: the Python sandbox plus Debian packages, smoke-tested."""
         config = self.config
         image, packages = LANGUAGE_IMAGES[target]
+        node_packages = NPM_PACKAGES.get(target, ())
         family = target.removeprefix("sandbox-")
         dockerfile = config.images_dir / "sandbox-lang" / "Dockerfile"
         smoke = f"sandbox-lang/smoke/{family}.sh"
@@ -238,6 +270,7 @@ class Builder:
                 dockerfile.read_bytes(),
                 (config.images_dir / smoke).read_bytes(),
                 recipes.lines(config.language_base_image, *packages),
+                *([recipes.lines(*node_packages)] if node_packages else []),
             ]
         )
         if config.language_base_image == SANDBOX and engine.image_id(SANDBOX) is None:
@@ -248,6 +281,9 @@ class Builder:
         dest = config.wheels_dir / "debs" / family
         count = wheels.deb_closure(config, base.image, dest, packages)
         logger.info("%s: %d Debian packages for %s", image, count, " ".join(packages))
+        count = npm.install(config, config.wheels_dir / "npm" / family, node_packages)
+        if node_packages:
+            logger.info("%s: %d npm packages for %s", image, count, " ".join(node_packages))
         self.docker_build(
             image,
             "sandbox-lang/Dockerfile",
@@ -258,6 +294,7 @@ class Builder:
                 ("sandbox-lang/Dockerfile", "sandbox-lang/Dockerfile"),
                 (smoke, "smoke.sh"),
                 (f".wheels/debs/{family}", ".debs"),
+                (f".wheels/npm/{family}", ".npm"),
             ],
             build_args={"FAMILY": family},
         )
