@@ -22,8 +22,12 @@ The code runs as a one-shot episode (the worker screens it with the rule filter 
 solution) in its language's image, with `task.language` set so a compiled language compiles
 in its own step (`workers.evaluation.grading`), whose test command is the program, graded by
 exit code, within the time verl's client waits (`service.adapters.deadline`). `files` are
-base64: text ones go into the workspace with the task, others (binary) with the tests. The
-routes are `service.routes.sandboxfusion`.
+base64: text ones go into the workspace with the task, others (binary) with the tests.
+`fetch_files` are read back after the run (`TestSpec.fetch`) and answered in `files`, base64,
+by the names the request gave: relative to the workspace, or absolute under /workspace, /mnt
+(writable, as in SandboxFusion's image, and emptied with the episode) or /tmp. One that is
+missing, not a regular file, over the output limit or elsewhere is left out, as SandboxFusion
+leaves out what it does not find. The routes are `service.routes.sandboxfusion`.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from core.defaults import (
 )
 from core.limits import HostMaxima
 from proctor.models import (
+    MAX_FETCH,
     EpisodeCreate,
     EpisodeResult,
     Limits,
@@ -50,6 +55,7 @@ from proctor.models import (
     TestFormat,
     TestSpec,
     Verdict,
+    check_fetch_path,
 )
 from service.adapters.deadline import run_within
 from service.deps import Resources
@@ -84,7 +90,7 @@ class RunCodeRequest(BaseModel):
         default_factory=dict, description="a dict from file path to base64 encoded content"
     )
     fetch_files: list[str] = Field(
-        default_factory=list, description="not supported: always answered with no files"
+        default_factory=list, description="a list of file paths to fetch after code execution"
     )
 
     @field_validator("language")
@@ -148,7 +154,11 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
             language=lang.name,
             files=files,
             tests=TestSpec(
-                files=tests, binary_files=binary, command=command, format=TestFormat.exit_code
+                files=tests,
+                binary_files=binary,
+                command=command,
+                format=TestFormat.exit_code,
+                fetch=fetchable(request.fetch_files),
             ),
             limits=Limits(
                 timeout_s=request.run_timeout,
@@ -160,6 +170,18 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
         solution=Solution(files={code_file: request.code}),
         metadata={"trainer": "sandboxfusion", "language": request.language},
     )
+
+
+def fetchable(paths: list[str]) -> list[str]:
+    """The paths that can be read back (the others are answered as missing), at most
+    MAX_FETCH of them, each once."""
+    kept: list[str] = []
+    for path in dict.fromkeys(paths):
+        try:
+            kept.append(check_fetch_path(path))
+        except ValueError:
+            continue
+    return kept[:MAX_FETCH]
 
 
 def run_code_response(
@@ -186,7 +208,11 @@ def run_code_response(
             stderr=outcome.stderr,
         )
         return RunCodeResponse(
-            status=RunStatus.Failed, message="", compile_result=failed, executor_pod_name=pod
+            status=RunStatus.Failed,
+            message="",
+            compile_result=failed,
+            executor_pod_name=pod,
+            files=outcome.files,
         )
     built = (
         CommandRunResult(
@@ -215,6 +241,7 @@ def run_code_response(
             compile_result=built,
             run_result=run,
             executor_pod_name=pod,
+            files=outcome.files,
         )
     code = outcome.exit_code
     if outcome.verdict is Verdict.cheat and code == 0:
@@ -230,7 +257,12 @@ def run_code_response(
     )
     status = RunStatus.Success if code == 0 else RunStatus.Failed
     return RunCodeResponse(
-        status=status, message="", compile_result=built, run_result=run, executor_pod_name=pod
+        status=status,
+        message="",
+        compile_result=built,
+        run_result=run,
+        executor_pod_name=pod,
+        files=outcome.files,
     )
 
 

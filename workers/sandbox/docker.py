@@ -82,7 +82,7 @@ HOLDER_RUNTIMES = (None, "runc", "crun")
 POOLED_CAPS = ("SETUID", "SETGID", "KILL", "CHOWN", "FOWNER", "DAC_OVERRIDE")
 POOLED_SERVER_MB = 32  # memory for the server beside the episode's own limit
 # Nothing a sandbox's processes can write outside what an episode owns and its clean-up
-# empties (its workspace, home, /tmp, /dev/shm, /dev/mqueue), under every runtime. The list
+# empties (its workspace, home, /tmp, /mnt, /dev/shm, /dev/mqueue), under every runtime. The list
 # replaces the engine's own read-only paths, so it starts with them. /proc/pressure: files
 # anyone may write on recent kernels. /sys/fs/cgroup: crun (1.8, cgroup v1) mounts its tmpfs
 # world-writable (1777) and never makes it read-only, where runc's is root's 0555; a path
@@ -415,6 +415,8 @@ class Engine:
                 WORKSPACE: f"{tmpfs_opts},uid={uid},gid={gid or uid},mode=0755",
                 SANDBOX_HOME: f"{tmpfs_opts},uid={uid},gid={gid or uid},mode=0755",
                 "/tmp": f"{tmpfs_opts},mode=1777",
+                # SandboxFusion's image has a world-writable /mnt its tests write to
+                "/mnt": f"{tmpfs_opts},mode=1777",
             },
             ulimits=[docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
