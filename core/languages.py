@@ -17,7 +17,7 @@ compile is the code's fault (`compile_error`), never ours.
 | go                         | go     | main.go       | go build (*)            | ./main      |
 | go_test                    | go     | main_test.go  | go test -c (*)          | -test.v     |
 | nodejs (js, javascript)    | node   | main.js       |                         | node        |
-| typescript (ts)            | node   | main.ts       |                         | tsx (**)    |
+| typescript (ts)            | node   | main.ts       |                         | tsx's (**)  |
 | rust                       | rust   | main.rs       | rustc -O                | ./main      |
 
 The libraries SandboxFusion's runtimes bundle are in the images (images/sandbox-lang/README.md):
@@ -25,9 +25,9 @@ javatuples on java's class path, lodash and the rest of its node runtime on NODE
 and other Go libraries on the GOPATH.
 (*) A program without a go.mod builds in GOPATH mode, where the image's Go libraries are:
 nothing is downloaded (a request that brings its own go.mod is in module mode, offline).
-(**) tsx, as SandboxFusion runs TypeScript: esbuild strips the types without checking them
-and gives ES default imports of CommonJS modules (`import assert from "assert"`); no compile
-step, as in SandboxFusion.
+(**) tsx's loader, as SandboxFusion runs TypeScript with tsx: esbuild strips the types
+without checking them and gives ES default imports of CommonJS modules (`import assert from
+"assert"`); no compile step, as in SandboxFusion.
 
 No Docker here and nothing else imported: the adapter and the grading phase both read it.
 """
@@ -43,6 +43,9 @@ WORKSPACE = "/workspace"
 JAVATUPLES_JAR = "/usr/share/java/javatuples.jar"
 JAVA_CLASSPATH = f'".:{JAVATUPLES_JAR}:$(ls *.jar 2>/dev/null | tr "\\n" ":")"'
 JUNIT_JAR = "/usr/share/java/junit-platform-console-standalone.jar"
+# tsx's loader in node itself: what `tsx main.ts` runs, without the second node process its
+# command line starts to run it in (a fifth less CPU, half the wall time on a busy host)
+TSX_LOADER = "file:///usr/local/lib/node_modules/tsx/dist/loader.mjs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +107,9 @@ _TABLE = (
         compile="go test -c -o main.test",
     ),
     Language("nodejs", "node", "main.js", "node main.js", aliases=("js", "javascript")),
-    Language("typescript", "node", "main.ts", "tsx main.ts", aliases=("ts",)),
+    Language(
+        "typescript", "node", "main.ts", f"node --import {TSX_LOADER} main.ts", aliases=("ts",)
+    ),
     Language("rust", "rust", "main.rs", "./main", compile="rustc -O main.rs -o main"),
 )
 

@@ -8,5 +8,7 @@ printf 'const _ = require("lodash");\nconsole.log(_.sum([2, 3]));\n' >main.js
 rm main.js
 printf 'import assert from "assert";\nimport _ from "lodash";\nconst n: number = _.sum([2, 3]);\nassert.strictEqual(n, 5);\nconsole.log(n);\n' >main.ts
 [ "$(tsx main.ts)" = 5 ]
+# the way core/languages.py runs it: tsx's loader in node itself
+[ "$(node --import file:///usr/local/lib/node_modules/tsx/dist/loader.mjs main.ts)" = 5 ]
 tsc --target es2020 --module commonjs --esModuleInterop --skipLibCheck --pretty false main.ts >/dev/null || true
 [ "$(node main.js)" = 5 ]
