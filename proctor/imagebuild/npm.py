@@ -8,20 +8,13 @@ esbuild's static binary for the host's platform, which is the sandbox's platform
 
 from __future__ import annotations
 
-import logging
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 from proctor.imagebuild.config import BuildConfig, ImageBuildError
-
-logger = logging.getLogger(__name__)
-
-
-def tail(path: Path, count: int = 20) -> str:
-    lines = path.read_text(errors="replace").splitlines()
-    return "\n".join(lines[-count:])
+from proctor.imagebuild.wheels import tail
 
 
 def install(config: BuildConfig, dest: Path, packages: Sequence[str]) -> int:

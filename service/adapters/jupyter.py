@@ -34,6 +34,7 @@ from core.defaults import (
 from core.languages import language
 from core.limits import HostMaxima
 from proctor.models import (
+    MAX_FETCH,
     EpisodeCreate,
     EpisodeResult,
     Limits,
@@ -133,7 +134,7 @@ def run_jupyter_episode(
                 binary_files=binary,
                 command=f"MPLBACKEND=Agg python3 {DRIVER}",
                 format=TestFormat.exit_code,
-                fetch=[RESULT, *(p for p in fetchable(request.fetch_files) if p != RESULT)][:32],
+                fetch=[RESULT, *fetchable(request.fetch_files)][:MAX_FETCH],
             ),
             limits=Limits(
                 timeout_s=request.total_timeout,
