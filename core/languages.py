@@ -15,7 +15,7 @@ compile is the code's fault (`compile_error`), never ours.
 | java                       | java   | Main.java     | javac (cp: ., *.jar)    | java -ea    |
 | junit                      | java   | <class>.java  | javac *.java            | JUnit 5     |
 | go                         | go     | main.go       | go build (*)            | ./main      |
-| go_test                    | go     | main_test.go  | go test -c (*)          | -test.v     |
+| go_test                    | go     | main_test.go  | go test -c (*)          | -test.v, ok |
 | nodejs (js, javascript)    | node   | main.js       |                         | node        |
 | typescript (ts)            | node   | main.ts       |                         | tsx's (**)  |
 | rust                       | rust   | main.rs       | rustc -O                | ./main      |
@@ -103,7 +103,9 @@ _TABLE = (
         "go_test",
         "go",
         "main_test.go",
-        "./main.test -test.v",
+        # and the line `go test` ends with (SandboxFusion runs `go test`, its tests read it)
+        '( ./main.test -test.v; status=$?; if [ $status -eq 0 ]; then printf "ok  \\tsandbox\\n"; '
+        'else printf "FAIL\\tsandbox\\n"; fi; exit $status )',
         compile="go test -c -o main.test",
     ),
     Language("nodejs", "node", "main.js", "node main.js", aliases=("js", "javascript")),
