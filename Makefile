@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 PYTEST_ARGS ?=
-# the top-level packages (pyproject's packages.find include names the same ones)
+# the top-level packages: the client's (pyproject.toml) and the server's
+# (images/service/server-pyproject.toml), whose packages.find include names the same ones
 PACKAGES := proctor core anticheat service workers
 
 .PHONY: setup services images run serve worker test test-unit bench redteam openapi lint judge judge-stop up down logs
@@ -32,6 +33,7 @@ bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in 
 	@cd bench && ../$(PY) redis_cost.py
 	@cd bench && ../$(PY) capacity.py
 	@cd bench && ../$(PY) languages.py
+	@cd bench && ../$(PY) compile_time.py
 	@$(PY) bench/screen.py
 	@$(PY) bench/screen_adversarial.py
 	@cd bench && ../$(PY) ui.py

@@ -1,6 +1,7 @@
-"""C++ and Java through `/run_code` beside the same programs compiled and run on the host.
+"""Each language through `/run_code` beside the same programs compiled and run on the host.
 
-    python bench/languages.py [--concurrency 1,4] [--workers 2] [--languages cpp,java]
+    python bench/languages.py [--concurrency 1,4] [--workers 2] [--languages cpp,java,ruby,...]
+        [--cases]
 
 A problem set of stdin/stdout programs (each in C++ and Java, with an input and the answer a
 Python reference computes) runs twice in one run:
@@ -11,6 +12,15 @@ Python reference computes) runs twice in one run:
               hardened container of the language's image, compile step, run, verdict
 The ratio is Proctor's latency over the host's, per program (p50 over programs); every
 answer is checked against the reference, so a fast wrong answer does not count.
+
+`--cases` adds the Code-Contests-shaped set (`bench/contest.py`): one C++ and one Python
+solution x 50 stdin cases in one request, beside the same program run 50 times on the host.
+
+SandboxFusion's other languages (csharp, kotlin_script, scala, ruby, php, perl, lua, sql,
+verilog, R, racket, D_ut, jest) run one program each (the sum of n integers), REPEATS times:
+on the host with the very compile and run commands of core/languages.py (their Debian
+packages installed with apt when missing; jest from the image build's npm directory), and
+through `/run_code`.
 """
 
 from __future__ import annotations
@@ -26,8 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import contest
 import httpx
 from harness import machine, service, summary, table, write
+
+from core import languages
 
 HOST_COMPILE = {
     "cpp": ["g++", "-std=c++17", "-O2", "-pipe", "main.cpp", "-o", "main"],
@@ -36,6 +49,56 @@ HOST_COMPILE = {
 HOST_RUN = {"cpp": ["./main"], "java": ["java", "-cp", ".", "-ea", "Main"]}
 SOURCE = {"cpp": "main.cpp", "java": "Main.java"}
 HOST_PACKAGES = {"cpp": ("g++", "g++"), "java": ("javac", "openjdk-17-jdk-headless")}
+
+# SandboxFusion's other languages: the sum of n integers, each in the language
+SUM_STDIN = "5\n1 2 3 4 5\n"
+SUM_PROGRAMS = {
+    "csharp": "public class Program { public static void Main() { Console.ReadLine();"
+    " Console.WriteLine(Console.ReadLine().Split(' ').Select(long.Parse).Sum()); } }",
+    "kotlin_script": "readLine()\n"
+    'println(readLine()!!.trim().split(" ").map { it.toLong() }.sum())',
+    "scala": "object Main { def main(args: Array[String]): Unit = { scala.io.StdIn.readLine();"
+    ' println(scala.io.StdIn.readLine().trim.split(" ").map(_.toLong).sum) } }',
+    "ruby": "gets\nputs gets.split.map(&:to_i).sum",
+    "php": "fgets(STDIN);\necho array_sum(array_map('intval', explode(' ', trim(fgets(STDIN))))),"
+    ' "\\n";',
+    "perl": "<STDIN>;\nmy $s = 0;\n$s += $_ for split ' ', <STDIN>;\nprint \"$s\\n\";",
+    "lua": 'local n = io.read("n")\nlocal s = 0\nfor _ = 1, n do s = s + io.read("n") end\n'
+    "print(math.tointeger(s))",
+    "sql": "CREATE TABLE t(x TEXT);\n.import /dev/stdin t\nSELECT sum(j.value) FROM t,"
+    " json_each('[' || replace(trim(t.x), ' ', ',') || ']') AS j WHERE t.rowid = 2;",
+    "verilog": "module tb; integer n, i, x, s, r; initial begin s = 0;"
+    ' r = $fscanf(32\'h8000_0000, "%d", n); for (i = 0; i < n; i = i + 1) begin'
+    ' r = $fscanf(32\'h8000_0000, "%d", x); s = s + x; end $display("%0d", s); $finish;'
+    " end endmodule",
+    "R": 'x <- scan(file("stdin"), quiet = TRUE)\ncat(sum(x[-1]), "\\n", sep = "")',
+    "racket": "#lang racket\n(define n (read))\n(displayln (for/sum ([_ (in-range n)]) (read)))",
+    "D_ut": "import std.stdio, std.algorithm, std.array, std.conv, std.string;\n"
+    "void main(){readln();writeln(readln().strip.split.map!(to!long).sum);}",
+    "jest": 'import { readFileSync } from "fs";\ntest("sum", () => {'
+    ' const [n, ...xs] = readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);'
+    " expect(xs.length).toBe(n); console.log(xs.reduce((a, b) => a + b, 0)); });",
+}
+SUM_ANSWER = "15"
+REPEATS = 8
+# the host's commands for SandboxFusion's other languages: the Debian packages of their images
+HOST_DEBIANS = {
+    "csharp": ("mono-mcs", "mono-runtime"),
+    "kotlin_script": ("kotlin",),
+    "scala": ("scala",),
+    "ruby": ("ruby",),
+    "php": ("php-cli",),
+    "perl": ("perl",),
+    "lua": ("lua5.4",),
+    "sql": ("sqlite3",),
+    "verilog": ("iverilog",),
+    "R": ("r-base-core",),
+    "racket": ("racket",),
+    "D_ut": ("ldc", "gcc", "libc6-dev"),
+    "jest": (),
+}
+# jest's runtime as the image build installed it (proctor/imagebuild/npm.py)
+HOST_JEST = Path(__file__).resolve().parents[1] / "images" / ".wheels" / "npm" / "jest"
 
 CPP_HEAD = "#include <bits/stdc++.h>\nusing namespace std;\n"
 JAVA_HEAD = "import java.util.*;\nimport java.io.*;\n"
@@ -278,8 +341,22 @@ def _prefix(text: str) -> str:
 def ensure_host_tools(languages: list[str]) -> None:
     """The host baseline's compilers, installed with apt when missing (this bench only)."""
     missing = [
-        pkg for lang in languages for cmd, pkg in [HOST_PACKAGES[lang]] if not shutil.which(cmd)
+        pkg
+        for lang in languages
+        if lang in HOST_PACKAGES
+        for cmd, pkg in [HOST_PACKAGES[lang]]
+        if not shutil.which(cmd)
     ]
+    wanted = [pkg for lang in languages for pkg in HOST_DEBIANS.get(lang, ())]
+    if wanted:
+        listed = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *wanted],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split("\n")
+        have = {line.split()[0] for line in listed if line.endswith(" installed")}
+        missing += [pkg for pkg in wanted if pkg not in have]
     if missing:
         subprocess.run(["apt-get", "update", "-qq"], check=True)
         subprocess.run(
@@ -347,12 +424,90 @@ def proctor_case(client: httpx.Client, language: str, problem: Problem, tag: str
     }
 
 
+def sum_source(language: str, tag: str) -> str:
+    """The sum program with the pass named in a comment (see `source`)."""
+    comment = {
+        "ruby": "#",
+        "perl": "#",
+        "R": "#",
+        "php": "//",
+        "lua": "--",
+        "sql": "--",
+        "racket": ";",
+    }.get(language, "//")
+    code = SUM_PROGRAMS[language]
+    if language == "racket":  # `#lang` must come first
+        head, _, body = code.partition("\n")
+        return f"{head}\n{comment} {tag}\n{body}\n"
+    return f"{comment} {tag}\n{code}\n"
+
+
+def host_sum_case(language: str, tag: str) -> dict[str, Any]:
+    """core/languages.py's compile and run commands on the host, in a scratch directory."""
+    lang = languages.language(language)
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        (work / lang.source).write_text(sum_source(language, tag))
+        started = time.perf_counter()
+        compile_s = None
+        if lang.compile is not None:
+            built = subprocess.run(
+                ["bash", "-c", lang.compile], cwd=work, capture_output=True, check=False
+            )
+            compile_s = time.perf_counter() - started
+            if built.returncode != 0:
+                return {"ok": False, "total_s": compile_s, "error": built.stderr.decode()[-500:]}
+        command = lang.run.replace(languages.JEST_HOME, str(HOST_JEST))
+        ran = subprocess.run(
+            ["bash", "-c", command],
+            cwd=work,
+            input=SUM_STDIN.encode(),
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        total = time.perf_counter() - started
+    return {
+        "ok": ran.returncode == 0 and _sum_ok(language, ran.stdout.decode()),
+        "compile_s": compile_s,
+        "total_s": total,
+    }
+
+
+def proctor_sum_case(client: httpx.Client, language: str, tag: str) -> dict[str, Any]:
+    body = {
+        "code": sum_source(language, tag),
+        "language": language,
+        "stdin": SUM_STDIN,
+        "compile_timeout": 60,
+        "run_timeout": 60,
+        "memory_limit_MB": 1024,
+    }
+    started = time.perf_counter()
+    answer = client.post("/run_code", json=body).json()
+    total = time.perf_counter() - started
+    run = answer.get("run_result") or {}
+    built = answer.get("compile_result") or {}
+    return {
+        "ok": answer.get("status") == "Success" and _sum_ok(language, run.get("stdout") or ""),
+        "compile_s": built.get("execution_time"),
+        "total_s": total,
+    }
+
+
+def _sum_ok(language: str, stdout: str) -> bool:
+    # jest prints a test's console.log inside its report
+    if language == "jest":
+        return SUM_ANSWER in stdout.split() or "15" in stdout
+    return stdout.strip() == SUM_ANSWER
+
+
 def measure(
-    fn: Callable[[Problem], dict[str, Any]], concurrency: int
+    fn: Callable[[Any], dict[str, Any]], concurrency: int, items: list[Any] | None = None
 ) -> tuple[list[dict[str, Any]], float]:
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        cases = list(pool.map(fn, PROBLEMS))
+        cases = list(pool.map(fn, PROBLEMS if items is None else items))
     return cases, time.perf_counter() - started
 
 
@@ -379,11 +534,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", default="1,4")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--languages", default="cpp,java")
+    parser.add_argument("--languages", default=",".join(["cpp", "java", *SUM_PROGRAMS]))
+    parser.add_argument("--cases", action="store_true", help="the 50-case set too")
     args = parser.parse_args()
-    languages = args.languages.split(",")
+    chosen = args.languages.split(",")
     levels = [int(c) for c in args.concurrency.split(",")]
-    ensure_host_tools(languages)
+    ensure_host_tools(chosen)
     for problem in PROBLEMS:  # the references agree with themselves before anything is timed
         assert problem.reference(problem.stdin), problem.name
     run = f"bench {time.time_ns()}"
@@ -393,16 +549,29 @@ def main() -> None:
         service(workers=str(args.workers)) as url,
         httpx.Client(base_url=url, timeout=300) as client,
     ):
-        for language in languages:
-            proctor_case(client, language, PROBLEMS[0], f"warm {run}")  # page cache, pools
+        for language in chosen:
+            sums = language in SUM_PROGRAMS
+            if sums:
+                proctor_sum_case(client, language, f"warm {run}")
+            else:
+                proctor_case(client, language, PROBLEMS[0], f"warm {run}")  # page cache, pools
             for level in levels:
                 tag = f"{run} concurrency {level}"
-                host, host_wall = measure(
-                    lambda p, lang=language, t=tag: host_case(lang, p, t), level
-                )
-                ours, ours_wall = measure(
-                    lambda p, lang=language, t=tag: proctor_case(client, lang, p, t), level
-                )
+                if sums:
+                    tags = [f"{tag} pass {i}" for i in range(REPEATS)]
+                    host, host_wall = measure(
+                        lambda t, lang=language: host_sum_case(lang, t), level, tags
+                    )
+                    ours, ours_wall = measure(
+                        lambda t, lang=language: proctor_sum_case(client, lang, t), level, tags
+                    )
+                else:
+                    host, host_wall = measure(
+                        lambda p, lang=language, t=tag: host_case(lang, p, t), level
+                    )
+                    ours, ours_wall = measure(
+                        lambda p, lang=language, t=tag: proctor_case(client, lang, p, t), level
+                    )
                 rows.append(row("host", language, level, host, host_wall))
                 rows.append(row("proctor", language, level, ours, ours_wall))
                 per_program = sorted(
@@ -411,6 +580,7 @@ def main() -> None:
                 ratios.setdefault(language, {})[str(level)] = round(
                     per_program[len(per_program) // 2], 2
                 )
+        judged = contest.measure(client, run) if args.cases else []
     columns = [
         "language",
         "runner",
@@ -428,9 +598,23 @@ def main() -> None:
     for language, by_level in ratios.items():
         shown = ", ".join(f"concurrency {level}: {ratio}x" for level, ratio in by_level.items())
         print(f"  {language}: {shown}")
+    if judged:
+        print("\nCode-Contests-shaped: one program x 50 stdin cases (median of 3)")
+        print(
+            table(
+                judged,
+                ["language", "runner", "cases", "accepted", "compile_s", "cases_s", "total_s"],
+            )
+        )
     path = write(
         "languages",
-        {"machine": machine(), "workers": args.workers, "rows": rows, "ratios": ratios},
+        {
+            "machine": machine(),
+            "workers": args.workers,
+            "rows": rows,
+            "ratios": ratios,
+            "cases": judged,
+        },
     )
     print(f"\nwrote {path}")
 

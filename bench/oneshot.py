@@ -142,6 +142,42 @@ async def run_proctor(url: str, episodes: list[dict[str, Any]], concurrency: int
     }
 
 
+BATCH = 64  # episodes per `POST /v1/episodes/batch`, as the SDK sends a trainer's batch
+
+
+def run_batches(url: str, episodes: list[dict[str, Any]], in_flight: int) -> dict[str, Any]:
+    """The batch path as a trainer drives it: `POST /v1/episodes/batch` of `BATCH` episodes,
+    their results in one held `POST /v1/episodes/results?wait=`, `in_flight` batches at once
+    (a new one sent as one ends). Latency is a batch's, from its POST to its last result."""
+    chunks = [episodes[i : i + BATCH] for i in range(0, len(episodes), BATCH)]
+    rewards: list[float | None] = []
+    latencies: list[float] = []
+
+    def one(chunk: list[dict[str, Any]]) -> None:
+        with httpx.Client(base_url=url, timeout=600) as client:
+            started = time.monotonic()
+            response = client.post("/v1/episodes/batch", json={"episodes": chunk})
+            response.raise_for_status()
+            ids = response.json()["ids"]
+            wait_for_all(client, ids)
+            latencies.append(time.monotonic() - started)
+            answer = client.post("/v1/episodes/results", json={"ids": ids})
+            answer.raise_for_status()
+            rewards.extend(r.get("reward") for r in answer.json()["results"])
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(in_flight) as threads:
+        list(threads.map(one, chunks))
+    elapsed = time.monotonic() - started
+    return {
+        "episodes": len(episodes),
+        "elapsed_s": round(elapsed, 2),
+        "per_s": round(len(episodes) / elapsed, 2),
+        "ok": sum(r == 1.0 for r in rewards),
+        **summary(latencies),
+    }
+
+
 def ratio(value: float, base: float) -> str:
     return f"{value / base:.2f}x" if base else ""
 
@@ -404,6 +440,21 @@ def main() -> None:
                         **result,
                     }
                 )
+            # the batch path: two batches of 64 in flight fill a queue bound of 128
+            print(f"proctor {isolation} (assert, batch of {BATCH}) ...", flush=True)
+            tag = {"round": f"batch {time.time_ns()}"}
+            batches = [episode(p, "assert") for p in problems] * 2
+            batches = [
+                {**e, "metadata": {**e["metadata"], **tag, "copy": str(i // len(problems))}}
+                for i, e in enumerate(batches)
+            ]
+            rows.append(
+                {
+                    "system": f"proctor {isolation} (assert, batch of {BATCH})",
+                    "concurrency": 2 * BATCH,
+                    **run_batches(url, batches, in_flight=2),
+                }
+            )
             tag = {"round": "batch-cpu"}
             batch = [{**e, "metadata": {**e["metadata"], **tag}} for e in episodes]
             print(f"proctor {isolation}: CPU per episode on the batch path ...", flush=True)

@@ -68,6 +68,12 @@ class Settings(BaseSettings):
     dedup_ttl_s: int = Field(
         defaults.DEDUP_TTL_S, description="identical one-shot requests share an episode"
     )
+    repo_ttl_s: int = Field(
+        defaults.REPO_TTL_S, gt=0, description="a sealed repository outlives its last use"
+    )
+    repo_max_mb: int = Field(
+        defaults.REPO_MAX_MB, gt=0, description="largest repository upload and sealed copy"
+    )
     sink_dir: Path | None = Field(
         None, description="the durable sink's directory (core/sink.py); unset: no sink"
     )
@@ -79,6 +85,20 @@ class Settings(BaseSettings):
     images: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=lambda: dict(defaults.IMAGES)
     )
+    image_allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="glob patterns of the image references `task.image` may name "
+        "(e.g. 127.0.0.1:5000/swe/*); empty: none, only the names of `images`",
+    )
+    pull_timeout_s: float = Field(
+        defaults.PULL_TIMEOUT_S, gt=0, description="the longest a task image's pull is waited for"
+    )
+    image_cache_gb: float = Field(
+        defaults.IMAGE_CACHE_GB,
+        ge=0,
+        description="disk the pulled task images may take per host; least recently used "
+        "ones are removed beyond it (never `images`, never one a sandbox uses)",
+    )
     runtime: str | None = Field(
         None,
         description="OCI runtime, e.g. runc, or runsc for gVisor; unset: crun where the engine"
@@ -86,7 +106,21 @@ class Settings(BaseSettings):
     )
     sandbox_user: str = defaults.SANDBOX_USER
     pool_size: int = Field(
-        defaults.POOL_SIZE, ge=0, le=64, description="warm containers per image per worker"
+        defaults.POOL_SIZE,
+        ge=0,
+        le=64,
+        description="at most this many idle started sandboxes per spec per worker process "
+        "(fewer when recent demand needs fewer)",
+    )
+    pool_host_min: int = Field(
+        defaults.POOL_HOST_MIN,
+        ge=0,
+        description="idle sandboxes kept per host of each prewarmed spec, with no demand",
+    )
+    pool_host_max: int = Field(
+        defaults.POOL_HOST_MAX,
+        ge=0,
+        description="idle and starting sandboxes per host, all specs together",
     )
     isolation: Literal["container", "pooled"] = Field(
         defaults.ISOLATION,
@@ -124,6 +158,12 @@ class Settings(BaseSettings):
     heartbeat_s: float = defaults.HEARTBEAT_S
     heartbeat_ttl_s: float = defaults.HEARTBEAT_TTL_S
     reaper_interval_s: float = defaults.REAPER_INTERVAL_S
+    compile_cache_mb: int = Field(
+        defaults.COMPILE_CACHE_MB, ge=0, description="a host's compiled programs; 0: no cache"
+    )
+    compile_cache_dir: Path | None = Field(
+        None, description="where a host keeps them; unset: ~/.cache/proctor/compile"
+    )
 
     # --- the LLM judge (PROCTOR_JUDGE_*; anticheat.judge.settings.JudgeSettings reads these)
     judge_url: str = Field(
@@ -160,7 +200,7 @@ class Settings(BaseSettings):
         where = f"{url.hostname}:{url.port or 6379}{url.path or '/0'}"
         return hashlib.sha256(where.encode()).hexdigest()[:12]
 
-    _csv = field_validator("api_tokens", mode="before")(_split_csv)
+    _csv = field_validator("api_tokens", "image_allow", mode="before")(_split_csv)
     _map = field_validator("images", mode="before")(_split_mapping)
 
 

@@ -29,6 +29,8 @@ MAX_QUEUE_DEPTH: Final = 10_000  # queued episodes beyond which submissions get 
 MAX_QUEUE_WAIT_S: Final = 0.0
 MAX_BATCH: Final = 1_000  # most episodes in one batch request
 RESULT_TTL_S: Final = 24 * 3600  # finished episodes stay readable this long
+REPO_TTL_S: Final = 24 * 3600  # a sealed repository outlives its last use by this
+REPO_MAX_MB: Final = 256  # the largest repository upload, and sealed repository, kept
 DEDUP_TTL_S: Final = 600  # identical one-shot requests within this window share an episode
 SINK_MAX_BYTES: Final = 256 * 1024 * 1024  # a durable sink file rotates at this size (and daily)
 EXPORT_PAGE: Final = 500  # episodes an export reads from Redis per pipelined round trip
@@ -39,13 +41,21 @@ PYTHON_IMAGE: Final = "proctor/sandbox-python:latest"  # the `python` task image
 PYTHON_SCI_IMAGE: Final = "proctor/sandbox-python-sci:latest"
 # one image per language family (core/languages.py; images/sandbox-lang)
 LANGUAGE_IMAGES: Final = MappingProxyType(
-    {family: f"proctor/sandbox-{family}:latest" for family in ("cpp", "java", "go", "node", "rust")}
+    {
+        family: f"proctor/sandbox-{family}:latest"
+        for family in (
+            *("cpp", "java", "go", "node", "rust"),
+            *("script", "mono", "jvm", "r", "racket", "d", "jest"),
+        )
+    }
 )
 IMAGES: Final = MappingProxyType(  # task image name → reference
     {"python": PYTHON_IMAGE, "python-sci": PYTHON_SCI_IMAGE, **LANGUAGE_IMAGES}
 )
 SANDBOX_USER: Final = "1000:1000"  # uid:gid the code under test runs as
-POOL_SIZE: Final = 2  # warm containers per image per worker process
+POOL_SIZE: Final = 2  # at most this many idle started sandboxes per spec per worker process
+POOL_HOST_MIN: Final = 1  # idle ones kept of each prewarmed spec per host, with no demand
+POOL_HOST_MAX: Final = 16  # idle and starting ones per host, all specs and pools together
 # a SandboxFusion `/run_code` request's memory when it names none (its pools are prewarmed too)
 RUN_CODE_MEMORY_MB: Final = 1024
 # `pooled` (sandboxes serving one episode after another, each a fresh uid, graded split:
@@ -88,7 +98,9 @@ JUDGE_FAILURE_POLICY: Final = "fail_open"  # with no verdict: allow (and say so)
 JUDGE_ACTION_BUDGET_S: Final = 5.0  # a whole review of one action, repair included
 JUDGE_RESPONSE_FORMAT: Final = "auto"  # how structured output is asked for
 JUDGE_CACHE_TTL_S: Final = 7 * 24 * 3600  # verdicts stay cached in Redis this long
-JUDGE_MAX_PROMPT_CHARS: Final = 7_000  # bound on the whole prompt
+# bound on the whole prompt, in characters: 7000 leave room for the answer in a 4k-token
+# context even for code at 2 characters a token; raise it for a judge with a long context
+JUDGE_MAX_PROMPT_CHARS: Final = 7_000
 
 # ---------------------------------------------------------------- Redis
 
@@ -111,10 +123,25 @@ LATENCY_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 
 # ---------------------------------------------------------------- queueing (API side)
 
-JOB_RESULT_TTL_S: Final = 60  # RQ's bookkeeping outlives a job by this; our record holds the result
+# A job that succeeded is RQ's for a second more: our record carries the result, and nothing
+# reads RQ's copy (the janitor reads only the jobs of episodes still queued). Not deleted at
+# once (`result_ttl=0`): RQ then reads the job's status and its executions back before it
+# deletes them, 7 round trips more per episode than letting its keys expire; its id stays in
+# RQ's finished registry until a worker's maintenance trims it (every 10 minutes).
+SUCCEEDED_JOB_TTL_S: Final = 1
+FAILED_JOB_TTL_S: Final = 3600  # a failed job stays a while, for whoever looks into it
+# The door stays shut at most this long after a refusal, whatever the drain estimate says
+# (a worker host that joins drains faster than the estimate knows); and a request let
+# through to find out whether one more episode passes holds it at most this long
+MAX_SHUT_S: Final = 1.0
+
 JOB_OVERHEAD_S: Final = 120  # beyond its timeouts a job needs this to start, write, clean up
 QUEUE_FULL_RETRY_AFTER_S: Final = 5  # `Retry-After` of a 429 (the queue bound)
 NO_REPLY_RETRY_AFTER_S: Final = 5  # `Retry-After` when no worker answered an action in time
+PULL_TIMEOUT_S: Final = 600.0  # the longest a worker waits for a task image's pull
+IMAGE_CACHE_GB: Final = 50.0  # disk pulled task images may take per host (LRU beyond it)
+IMAGE_MISSING_TTL_S: Final = 300  # a reference its registry said does not exist is refused
+PREFETCH_TTL_S: Final = 86_400  # a prefetch's progress is kept a day
 IMAGE_RETRY_AFTER_S: Final = 10  # `Retry-After` when no live worker can run an image
 REDIS_DOWN_RETRY_AFTER_S: Final = 5  # `Retry-After` of a 503 for Redis not answering
 EVENTS_RECONNECT_S: Final = 0.5  # the API's event listener re-subscribes after this
@@ -130,6 +157,18 @@ INTERACTIVE_START_S: Final = 180.0  # longest a create waits for the sandbox to 
 REPLY_MARGIN_S: Final = 60.0  # an action's reply is awaited this long beyond its timeout
 FINISH_MARGIN_S: Final = 120.0  # a finish's reply is awaited this long beyond the tests' timeout
 FILE_ACTION_S: Final = 30.0  # time limit of a file read or write action
+
+# ---------------------------------------------------------------- uploaded archives (API)
+
+# checked while the archive streams through its decompressor (core/archive.py)
+ARCHIVE_MAX_BYTES: Final = 2 << 30  # an upload that unpacks past this is refused
+ARCHIVE_MAX_RATIO: Final = 100  # ... or past this many times its compressed size
+ARCHIVE_RATIO_ALLOWANCE_BYTES: Final = 1 << 20  # beyond this much (tar headers pad with zeros)
+ARCHIVE_MAX_MEMBERS: Final = 500_000
+
+# ---------------------------------------------------------------- the judge (workers)
+
+JUDGE_MAX_TOKENS: Final = 256  # the verdict's answer: a small JSON object
 
 # ---------------------------------------------------------------- adapters (API)
 
@@ -150,6 +189,8 @@ SETTLED_S: Final = 60.0  # a child that ran this long died of something else tha
 RESPAWN_FIRST_S: Final = 1.0  # a child dying as it starts is replaced after this, doubling ...
 RESPAWN_LONGEST_S: Final = 60.0  # ... up to this
 POOL_IDLE_DRAIN_S: Final = 600.0  # warm containers unused this long are removed
+POOL_DEMAND_WINDOW_S: Final = 60.0  # a pool sizes a spec by its takes in this window
+POOL_START_GUESS_S: Final = 1.0  # a sandbox's start time until one is measured
 
 # ---------------------------------------------------------------- a host's capacity
 
@@ -166,3 +207,11 @@ RESERVE_POLL_S: Final = (0.02, 0.25)
 RESERVE_LEFT_S: Final = 5.0
 RESERVE_STATUS_S: Final = 1.0  # ... and looking this often whether it ended meanwhile
 RESERVATIONS_TTL_S: Final = 24 * 3600  # a host's reservations outlast its last sweep this long
+
+# ---------------------------------------------------------------- compiling
+
+# a compile is stopped once it has both run and spent CPU for its compile_timeout; a compile
+# that waits on nothing is stopped at this many times it, plus the slack, of wall clock
+COMPILE_WALL_FACTOR: Final = 4.0
+COMPILE_WALL_SLACK_S: Final = 5.0
+COMPILE_CACHE_MB: Final = 1024  # a host's compiled programs, least recently used evicted

@@ -51,6 +51,34 @@ def waiting_asked(host: str) -> str:
     return f"{PREFIX}waiting-asked:{host}"
 
 
+# --- task images by reference (workers/sandbox/images.py, service/prefetch.py)
+
+
+def images_used(host: str) -> str:
+    """The task images pulled on a host, by when an episode last used them (zset)."""
+    return f"{PREFIX}images-used:{host}"
+
+
+def image_pulls(host: str) -> str:
+    """How many times each task image was pulled on a host (hash: reference → count)."""
+    return f"{PREFIX}image-pulls:{host}"
+
+
+def image_pull(digest: str) -> str:
+    """Held while one worker of a host pulls one image (digest: of host and reference)."""
+    return f"{PREFIX}image-pull:{digest}"
+
+
+def image_missing(digest: str) -> str:
+    """A reference its registry said does not exist (digest: of the reference)."""
+    return f"{PREFIX}image-missing:{digest}"
+
+
+def prefetch(prefetch_id: str) -> str:
+    """A prefetch's request and progress (hash)."""
+    return f"{PREFIX}prefetch:{prefetch_id}"
+
+
 # --- the judge
 JUDGE_CACHE_PREFIX: Final = PREFIX + "judge:"
 
@@ -73,6 +101,16 @@ def acting(episode_id: str) -> str:
 def dedup(digest: str) -> str:
     """The episode of an identical one-shot request (by the SHA-256 of its content)."""
     return f"{PREFIX}dedup:{digest}"
+
+
+def repo(digest: str) -> str:
+    """A sealed repository (an upload's, or one read out of a task image), by its reference."""
+    return f"{PREFIX}repo:{digest}"
+
+
+def repo_sealing(digest: str) -> str:
+    """Held by the worker sealing a repository read out of an image (one at a time)."""
+    return f"{PREFIX}repo-sealing:{digest}"
 
 
 def reply(token: str) -> str:

@@ -76,7 +76,9 @@ def oneshot_seconds(request: EpisodeCreate) -> float:
     compiling = (
         limits.compile_timeout_s if language and languages.language(language).compiled else 0
     )
-    return limits.timeout_s * (1 + len(request.task.setup)) + acting + compiling
+    judge = request.task.tests.judge
+    testing = judge.run_seconds(limits.timeout_s) if judge is not None else limits.timeout_s
+    return limits.timeout_s * len(request.task.setup) + testing + acting + compiling
 
 
 def refusals(request: EpisodeCreate, maxima: HostMaxima) -> list[str]:

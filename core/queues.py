@@ -7,6 +7,7 @@ QUEUE_NAME = "proctor"
 RUN_EPISODE = "workers.jobs.run_episode"
 RUN_ACTION = "workers.jobs.run_action"
 FINISH_EPISODE = "workers.jobs.finish_episode"
+PREFETCH_IMAGES = "workers.jobs.prefetch_images"
 
 
 def host_queue_name(host_id: str) -> str:

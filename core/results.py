@@ -2,9 +2,10 @@
 
 Workers end episodes they graded (`ended`) or could not run (`infra_failure`); the janitor
 ends abandoned ones (`infra_failure`, `timed_out`); the API ends cancelled ones
-(`cancelled`) and those a trainer's deadline overtook. Every result starts from what the
-record knows (id, mode, metadata, creation time) and carries when it ended. `reward: null`
-is only ever our own infrastructure's failure (or a cancel): `ended` refuses anything else.
+(`cancelled`), given-up ones (`gave_up`) and those a trainer's deadline overtook. Every
+result starts from what the record knows (id, mode, metadata, creation time) and carries
+when it ended. `reward: null` is only ever our own infrastructure's failure (or a cancel):
+`ended` refuses anything else.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.store import EpisodeRecord
-from proctor.models import EpisodeResult, EpisodeStatus, Verdict
+from proctor.models import EpisodeResult, EpisodeStatus, Step, Verdict
 
 NO_REWARD = frozenset({Verdict.infra_error, Verdict.cancelled})
 
@@ -76,6 +77,37 @@ def timed_out(record: EpisodeRecord, reason: str, **fields: Any) -> EpisodeResul
         passed=False,
         reason=reason,
         **fields,
+    )
+
+
+def task_error(record: EpisodeRecord, reason: str, **fields: Any) -> EpisodeResult:
+    """The task itself cannot run (its repository is not where or at what it says, or its
+    image reference does not exist in its registry: docs/images.md): no agent acted. Not
+    our infrastructure's failure, so it has a reward (0); its verdict tells it from an
+    agent's failure, for the trainer to drop."""
+    return ended(
+        record,
+        EpisodeStatus.failed,
+        Verdict.task_error,
+        reward=0.0,
+        passed=False,
+        reason=reason,
+        **fields,
+    )
+
+
+def gave_up(record: EpisodeRecord, reason: str, steps: list[Step]) -> EpisodeResult:
+    """The agent ended its episode by `give_up`: the policy's `give_up_reward`, not graded."""
+    said = reason.strip().splitlines()[0][:300] if reason.strip() else ""
+    return ended(
+        record,
+        EpisodeStatus.completed,
+        Verdict.gave_up,
+        reward=record.request.task.policy.give_up_reward,
+        passed=False,
+        reason="the agent gave up" + (f": {said}" if said else ""),
+        steps=steps,
+        step_rewards=[s.reward for s in steps],
     )
 
 

@@ -27,6 +27,11 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
                           (expires after PROCTOR_DEDUP_TTL_S)
     events                pub/sub: an episode id when it ends, and when an     EVENTS
                           interactive one's sandbox is ready (what waits wait for)
+    repo:{sha256}         hash: a sealed repository, archive (tar.gz), base,   repo()
+                          branch (expires after PROCTOR_REPO_TTL_S, renewed
+                          by each use; core/repos.py)
+    repo-sealing:{sha256} string: held while a worker seals a repository     repo_sealing()
+                          read out of an image; the others wait for repo:
     reply:{token}         list: a worker's answer to one request the API       reply()
                           blocks on, JSON {status, body, message}
     acting:{id}           string: held while an interactive action runs        acting()
@@ -47,6 +52,15 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
                           of episodes waiting for a share (`reserve`)
     waiting-asked:{host}  hash: episode id → when it last asked (a silent      waiting_asked()
                           one leaves the line)
+    images-used:{host}    zset: task image reference → when an episode of the  images_used()
+                          host last used it (the pull cache's LRU order)
+    image-pulls:{host}    hash: task image reference → pulls made on the host  image_pulls()
+    image-pull:{h}        string: held by the one worker of a host pulling an  image_pull()
+                          image (h: sha256 of host and reference; expires)
+    image-missing:{h}     string: why the registry has no such image (h:      image_missing()
+                          sha256 of the reference; PROCTOR's IMAGE_MISSING_TTL_S)
+    prefetch:{id}         hash: a prefetch's images and hosts (JSON) and one   prefetch()
+                          field per host|image: its state (service/prefetch.py)
     catalog:ended         zset: ended episode ids by end time                  CATALOG
     catalog:by:{term}     zset: the same, of one verdict, mode or metadata     catalog_term()
                           pair (`catalog_terms`)
@@ -97,7 +111,7 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
-from core import defaults, keys
+from core import defaults, keys, latency
 from core.sink import EpisodeSink
 from proctor.models import (
     EpisodeCreate,
@@ -111,6 +125,7 @@ from proctor.models import (
 
 LATENCY_BUCKETS = defaults.LATENCY_BUCKETS
 LATENCY_METRICS = ("total", "queued", "run", "sandbox_start")
+LATENCY_FIELDS = json.dumps([[le, latency.bucket_field(le)] for le in LATENCY_BUCKETS])
 TERMINAL = tuple(s.value for s in EpisodeStatus if s.terminal)
 # an identical request does not share an episode that ended like this: it runs again
 UNSHAREABLE = (EpisodeStatus.failed.value, EpisodeStatus.cancelled.value)
@@ -196,7 +211,7 @@ _LUA_STATUSES = (
 # KEYS: episode, active, verdict stats, latency keys (total, queued, run, sandbox_start),
 # events, queued, pace
 # ARGV: id, status, result json, verdict, ttl, then per latency metric: value or "" (4 values),
-# finished (unix time), latency buckets (JSON list)
+# finished (unix time), latency buckets (JSON list of [bound, field]: Lua would print 1.0 as "1")
 _FINISH = (
     _LUA_STATUSES
     + f"local PACE_WEIGHT = {PACE_WEIGHT}\n"
@@ -244,8 +259,8 @@ for i = 1, 4 do
     redis.call('HINCRBYFLOAT', key, 'sum', x)
     redis.call('HINCRBY', key, 'count', 1)
     -- one bucket per episode (b=…, not cumulative): the reader sums them up
-    for _, le in ipairs(buckets) do
-      if x <= le then redis.call('HINCRBY', key, 'b=' .. le, 1) break end
+    for _, b in ipairs(buckets) do
+      if x <= b[1] then redis.call('HINCRBY', key, b[2], 1) break end
     end
   end
 end
@@ -644,12 +659,7 @@ def catalog_terms(result: EpisodeResult) -> list[str]:
 
 def latency_bucket(total_s: float | None) -> str:
     """The one histogram bucket (`le`) a latency falls in, "+Inf" past the last; "" for none."""
-    if total_s is None:
-        return ""
-    for le in LATENCY_BUCKETS:
-        if total_s <= le:
-            return str(le)
-    return "+Inf"
+    return latency.bucket_of(total_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -908,7 +918,7 @@ class EpisodeStore:
         args: list[Any] = [result.id, result.status.value, stored_json, verdict]
         args += [self.result_ttl_s]
         args += ["" if v is None else repr(float(v)) for v in values]
-        args += [repr(entry.finished), json.dumps(list(LATENCY_BUCKETS))]
+        args += [repr(entry.finished), LATENCY_FIELDS]
         args += [entry.encode(), repr(entry.finished - self.result_ttl_s)]
         args += [latency_bucket(timings.total_s)]
         args += [json.dumps(list(entry.rules)), json.dumps(list(entry.categories))]

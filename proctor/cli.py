@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from proctor import cli_episodes
+from proctor import cli_episodes, cli_images
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -23,6 +23,7 @@ app = typer.Typer(
 images_app = typer.Typer(no_args_is_help=True, help="Sandbox and service images.")
 app.add_typer(images_app, name="images")
 cli_episodes.register(app)  # submit, episodes, show, top, export, regrade
+cli_images.register(images_app)  # images prefetch, images build-task
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Open long waits (`?wait=`) would hold a stop for minutes: past this, connections are cut

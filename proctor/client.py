@@ -14,6 +14,7 @@ Errors:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -21,19 +22,23 @@ from typing import Any
 import httpx
 
 from proctor.models import (
-    Action,
     EpisodeCreate,
     EpisodeCreated,
     EpisodePage,
     EpisodeRegrade,
     EpisodeResult,
     EpisodeResults,
+    GiveUpAction,
+    InteractiveAction,
+    RepoCreated,
     ScreenItem,
     ScreenRequest,
     ScreenVerdict,
     StepResult,
     TestSpec,
 )
+from proctor.prefetch import PrefetchCreate, PrefetchPublic
+from proctor.repo_refs import UPLOAD_PATH, RepoRefs, upload_body
 
 __all__ = ["ApiError", "AsyncClient", "Client", "Overloaded", "ProctorError", "Unavailable"]
 
@@ -96,10 +101,15 @@ class Client:
         token: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         transport: httpx.BaseTransport | None = None,
+        upload_repos: bool = True,
     ) -> None:
+        """`upload_repos`: send each distinct inline repository once (`upload_repo`), and
+        its reference after that (`proctor.repo_refs`)."""
         self._http = httpx.Client(
             base_url=base_url, headers=_headers(token), timeout=timeout_s, transport=transport
         )
+        self._repos = RepoRefs()
+        self._repos.supported = upload_repos
 
     def __enter__(self) -> Client:
         return self
@@ -116,9 +126,29 @@ class Client:
         except httpx.TransportError as exc:
             raise Unavailable(f"cannot reach Proctor: {exc}") from exc
 
+    def upload_repo(self, data: bytes, *, base_commit: str, branch: str = "main") -> RepoCreated:
+        """Seal a repository (a tar, plain or gzip, or a git bundle) once; name it in a task
+        by `RepoSnapshot(ref=answer.ref)`."""
+        params = {"base_commit": base_commit, "branch": branch}
+        headers = {"content-type": "application/octet-stream"}
+        answer = self._request("POST", UPLOAD_PATH, content=data, params=params, headers=headers)
+        return RepoCreated.model_validate(answer)
+
+    def _by_ref(self, episodes: Sequence[EpisodeCreate]) -> list[EpisodeCreate]:
+        for key, repo in self._repos.pending(list(episodes)).items():
+            data, query = upload_body(repo)
+            try:
+                self._repos.refs[key] = self.upload_repo(data, **query).ref
+            except ApiError as exc:
+                if exc.status not in (404, 405):  # a service without uploads: send inline
+                    raise
+                self._repos.supported = False
+        return [self._repos.swap(e) for e in episodes]
+
     def create(
         self, episode: EpisodeCreate, *, wait_s: float = 0
     ) -> EpisodeResult | EpisodeCreated:
+        [episode] = self._by_ref([episode])
         params = {"wait": wait_s} if wait_s else None
         data = self._request(
             "POST", "/v1/episodes", json=episode.model_dump(mode="json"), params=params
@@ -126,7 +156,7 @@ class Client:
         return _created_or_result(data)
 
     def create_many(self, episodes: Sequence[EpisodeCreate]) -> list[str]:
-        body = {"episodes": [e.model_dump(mode="json") for e in episodes]}
+        body = {"episodes": [e.model_dump(mode="json") for e in self._by_ref(episodes)]}
         return list(self._request("POST", "/v1/episodes/batch", json=body)["ids"])
 
     def get(self, episode_id: str, *, wait_s: float = 0) -> EpisodeResult:
@@ -157,16 +187,31 @@ class Client:
             if result.status.terminal or time.monotonic() >= deadline:
                 return result
 
-    def act(self, episode_id: str, action: Action) -> StepResult:
+    def act(self, episode_id: str, action: InteractiveAction) -> StepResult:
         data = self._request(
             "POST", f"/v1/episodes/{episode_id}/actions", json=_dump_action(action)
         )
         return StepResult.model_validate(data)
 
+    def give_up(self, episode_id: str, reason: str = "") -> EpisodeResult:
+        """End the episode as given up (the policy's `give_up_reward`, no grading)."""
+        self.act(episode_id, GiveUpAction(reason=reason))
+        return self.get(episode_id)
+
     def finish(self, episode_id: str) -> EpisodeResult:
         return EpisodeResult.model_validate(
             self._request("POST", f"/v1/episodes/{episode_id}/finish")
         )
+
+    def prefetch_images(self, images: Sequence[str]) -> PrefetchPublic:
+        """Warm every worker host for these image references; poll `prefetch_progress`."""
+        body = PrefetchCreate(images=list(images)).model_dump(mode="json")
+        data = self._request("POST", "/v1/images/prefetch", json=body)
+        return PrefetchPublic.model_validate(data)
+
+    def prefetch_progress(self, prefetch_id: str) -> PrefetchPublic:
+        data = self._request("GET", f"/v1/images/prefetch/{prefetch_id}")
+        return PrefetchPublic.model_validate(data)
 
     def screen(self, items: Sequence[ScreenItem]) -> list[ScreenVerdict]:
         body = ScreenRequest(items=list(items)).model_dump(mode="json", exclude_none=True)
@@ -246,7 +291,11 @@ class AsyncClient:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         transport: httpx.AsyncBaseTransport | None = None,
         max_connections: int = 256,
+        upload_repos: bool = True,
     ) -> None:
+        self._repos = RepoRefs()
+        self._repos.supported = upload_repos
+        self._uploading = asyncio.Lock()  # one upload of a repository, however many ask
         self._http = httpx.AsyncClient(
             base_url=base_url,
             headers=_headers(token),
@@ -272,9 +321,34 @@ class AsyncClient:
         except httpx.TransportError as exc:
             raise Unavailable(f"cannot reach Proctor: {exc}") from exc
 
+    async def upload_repo(
+        self, data: bytes, *, base_commit: str, branch: str = "main"
+    ) -> RepoCreated:
+        """As `Client.upload_repo`."""
+        params = {"base_commit": base_commit, "branch": branch}
+        headers = {"content-type": "application/octet-stream"}
+        answer = await self._request(
+            "POST", UPLOAD_PATH, content=data, params=params, headers=headers
+        )
+        return RepoCreated.model_validate(answer)
+
+    async def _by_ref(self, episodes: Sequence[EpisodeCreate]) -> list[EpisodeCreate]:
+        if self._repos.pending(list(episodes)):
+            async with self._uploading:
+                for key, repo in self._repos.pending(list(episodes)).items():
+                    data, query = upload_body(repo)
+                    try:
+                        self._repos.refs[key] = (await self.upload_repo(data, **query)).ref
+                    except ApiError as exc:
+                        if exc.status not in (404, 405):
+                            raise
+                        self._repos.supported = False
+        return [self._repos.swap(e) for e in episodes]
+
     async def create(
         self, episode: EpisodeCreate, *, wait_s: float = 0
     ) -> EpisodeResult | EpisodeCreated:
+        [episode] = await self._by_ref([episode])
         params = {"wait": wait_s} if wait_s else None
         data = await self._request(
             "POST", "/v1/episodes", json=episode.model_dump(mode="json"), params=params
@@ -282,7 +356,7 @@ class AsyncClient:
         return _created_or_result(data)
 
     async def create_many(self, episodes: Sequence[EpisodeCreate]) -> list[str]:
-        body = {"episodes": [e.model_dump(mode="json") for e in episodes]}
+        body = {"episodes": [e.model_dump(mode="json") for e in await self._by_ref(episodes)]}
         return list((await self._request("POST", "/v1/episodes/batch", json=body))["ids"])
 
     async def get(self, episode_id: str, *, wait_s: float = 0) -> EpisodeResult:
@@ -314,11 +388,16 @@ class AsyncClient:
             if result.status.terminal or time.monotonic() >= deadline:
                 return result
 
-    async def act(self, episode_id: str, action: Action) -> StepResult:
+    async def act(self, episode_id: str, action: InteractiveAction) -> StepResult:
         data = await self._request(
             "POST", f"/v1/episodes/{episode_id}/actions", json=_dump_action(action)
         )
         return StepResult.model_validate(data)
+
+    async def give_up(self, episode_id: str, reason: str = "") -> EpisodeResult:
+        """As `Client.give_up`."""
+        await self.act(episode_id, GiveUpAction(reason=reason))
+        return await self.get(episode_id)
 
     async def finish(self, episode_id: str) -> EpisodeResult:
         return EpisodeResult.model_validate(
@@ -331,5 +410,5 @@ class AsyncClient:
         return [ScreenVerdict.model_validate(v) for v in data["verdicts"]]
 
 
-def _dump_action(action: Action) -> dict[str, Any]:
+def _dump_action(action: InteractiveAction) -> dict[str, Any]:
     return action.model_dump(mode="json")

@@ -7,7 +7,9 @@
         result = env.close()          # runs the hidden tests; result.reward
 
 `step` is `done` once the episode can take no more actions (it ended on the server, e.g.
-at its idle or total time limit); `close` finishes it and returns the graded result.
+at its idle or total time limit, or the agent gave up: `{"type": "give_up", "reason": …}`,
+or `env.give_up(reason)`, which ends it as `gave_up` with the policy's `give_up_reward`,
+graded no further); `close` finishes it and returns the graded result (or the ended one).
 SkyRL, rLLM, verl's agent loop and OpenRLHF's AgentExecutor all drive this shape.
 """
 
@@ -19,17 +21,18 @@ from pydantic import TypeAdapter
 
 from proctor.client import ApiError, AsyncClient, Client
 from proctor.models import (
-    Action,
     EpisodeCreate,
     EpisodeMode,
     EpisodeResult,
+    GiveUpAction,
+    InteractiveAction,
     Observation,
     TaskSpec,
 )
 
 __all__ = ["AsyncEnv", "Env"]
 
-_ACTION: TypeAdapter[Action] = TypeAdapter(Action)
+_ACTION: TypeAdapter[InteractiveAction] = TypeAdapter(InteractiveAction)
 Info = dict[str, Any]
 
 
@@ -38,7 +41,7 @@ def _episode(task: TaskSpec | dict[str, Any], metadata: dict[str, str] | None) -
     return EpisodeCreate(task=spec, mode=EpisodeMode.interactive, metadata=metadata or {})
 
 
-def _action(action: Action | dict[str, Any]) -> Action:
+def _action(action: InteractiveAction | dict[str, Any]) -> InteractiveAction:
     return action if not isinstance(action, dict) else _ACTION.validate_python(action)
 
 
@@ -76,7 +79,7 @@ class Env:
         self.episode_id, self.result = created.id, None
         return created.observation or Observation()
 
-    def step(self, action: Action | dict[str, Any]) -> tuple[Observation, bool, Info]:
+    def step(self, action: InteractiveAction | dict[str, Any]) -> tuple[Observation, bool, Info]:
         episode_id = self._require()
         try:
             answer = self._client.act(episode_id, _action(action))
@@ -85,7 +88,15 @@ class Env:
                 self.result = self._client.get(episode_id)
                 return Observation(stderr=str(exc)), True, {"id": episode_id, "result": self.result}
             raise
-        return answer.observation, answer.done, {"id": episode_id, "step": answer.step}
+        info: Info = {"id": episode_id, "step": answer.step}
+        if answer.done:  # it ended with this action (a give-up): its result is final
+            self.result = info["result"] = self._client.get(episode_id)
+        return answer.observation, answer.done, info
+
+    def give_up(self, reason: str = "") -> EpisodeResult:
+        """End the episode as given up: `gave_up`, the policy's `give_up_reward`."""
+        self.step(GiveUpAction(reason=reason))
+        return self.close()
 
     def close(self) -> EpisodeResult:
         """Finish: kill the agent's processes, run the hidden tests, return the result."""
@@ -138,7 +149,9 @@ class AsyncEnv:
         self.episode_id, self.result = created.id, None
         return created.observation or Observation()
 
-    async def step(self, action: Action | dict[str, Any]) -> tuple[Observation, bool, Info]:
+    async def step(
+        self, action: InteractiveAction | dict[str, Any]
+    ) -> tuple[Observation, bool, Info]:
         episode_id = self._require()
         try:
             answer = await self._client.act(episode_id, _action(action))
@@ -147,7 +160,15 @@ class AsyncEnv:
                 self.result = await self._client.get(episode_id)
                 return Observation(stderr=str(exc)), True, {"id": episode_id, "result": self.result}
             raise
-        return answer.observation, answer.done, {"id": episode_id, "step": answer.step}
+        info: Info = {"id": episode_id, "step": answer.step}
+        if answer.done:
+            self.result = info["result"] = await self._client.get(episode_id)
+        return answer.observation, answer.done, info
+
+    async def give_up(self, reason: str = "") -> EpisodeResult:
+        """As `Env.give_up`."""
+        await self.step(GiveUpAction(reason=reason))
+        return await self.close()
 
     async def close(self) -> EpisodeResult:
         episode_id = self._require()

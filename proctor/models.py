@@ -18,6 +18,9 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
+from proctor.imageref import check_reference, is_reference
+from proctor.judging import CaseVerdict, JudgeSpec
+
 __all__ = [
     "LANGUAGE_NAMES",
     "MAX_FETCH",
@@ -40,6 +43,8 @@ __all__ = [
     "EpisodeStatus",
     "Evidence",
     "EvidenceSource",
+    "GiveUpAction",
+    "InteractiveAction",
     "Level",
     "Limits",
     "NetworkPolicy",
@@ -47,6 +52,7 @@ __all__ = [
     "Observation",
     "Policy",
     "ReadFileAction",
+    "RepoCreated",
     "RepoSnapshot",
     "SandboxInfo",
     "Scoring",
@@ -208,6 +214,9 @@ class TestFormat(StrEnum):
     # they all ran to their end, which a grader's completion marker attests (no pytest, no
     # command of the task's own)
     assert_ = "assert"
+    # stdin/stdout cases judged one by one (`judge`, `proctor.judging`): the program is the
+    # task's `language`, compiled once
+    cases = "cases"
 
 
 class TestSpec(_Request):
@@ -239,6 +248,7 @@ class TestSpec(_Request):
         "/workspace, /mnt or /tmp), returned base64 in the result's `files`; one that is "
         "missing, not a regular file or over `limits.output_bytes` is left out",
     )
+    judge: JudgeSpec | None = Field(None, description="format `cases`: the cases and how to judge")
 
     _files = field_validator("files")(_check_files)
 
@@ -258,27 +268,70 @@ class TestSpec(_Request):
     def _assert_runs_its_files(self) -> TestSpec:
         if self.format is TestFormat.assert_ and self.command is not None:
             raise ValueError("format `assert` runs the `.py` test files itself: give no command")
+        if (self.format is TestFormat.cases) != (self.judge is not None):
+            raise ValueError("format `cases` and `judge` go together")
         return self
 
 
 class RepoSnapshot(_Request):
-    """A repository the agent works in; sanitized to the base commit before it sees it."""
+    """A repository the agent works in, given one way: inline (`archive`, `bundle`), uploaded
+    once (`ref`, from `POST /v1/repos`), or baked into the task image (`path`). Sealed to the
+    base commit's past before the agent sees it (docs/repositories.md)."""
 
     archive: str | None = Field(
         None, max_length=64 << 20, description="base64 of a tar(.gz) of a working tree with .git"
     )
     bundle: str | None = Field(None, max_length=64 << 20, description="base64 of a git bundle")
-    base_commit: str = Field(pattern=r"^[0-9a-fA-F]{7,64}$")
+    ref: str | None = Field(
+        None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="a sealed upload's reference, as `POST /v1/repos` answered it",
+    )
+    path: str | None = Field(
+        None,
+        max_length=MAX_PATH_CHARS,
+        description="an absolute path of a git repository inside `task.image` (`/testbed`)",
+    )
+    base_commit: str = Field(
+        "",
+        pattern=r"^([0-9a-fA-F]{7,64})?$",
+        description="required, except with `ref` (whose upload named it)",
+    )
     branch: str = Field("main", pattern=r"^[A-Za-z0-9._/-]{1,100}$")
 
     _archive = field_validator("archive")(check_archive)
     _bundle = field_validator("bundle")(check_bundle)
 
+    @field_validator("path")
+    @classmethod
+    def _check_path(cls, path: str | None) -> str | None:
+        if path is not None:
+            check_image_repo_path(path)
+        return path
+
     @model_validator(mode="after")
     def _one_source(self) -> RepoSnapshot:
-        if (self.archive is None) == (self.bundle is None):
-            raise ValueError("give the repository as exactly one of `archive` or `bundle`")
+        given = [self.archive, self.bundle, self.ref, self.path]
+        if sum(v is not None for v in given) != 1:
+            raise ValueError(
+                "give the repository as exactly one of `archive`, `bundle`, `ref` or `path`"
+            )
+        if not self.base_commit and self.ref is None:
+            raise ValueError("`base_commit` is required (except with `ref`)")
         return self
+
+
+# where a sandbox mounts its own directories: a repository baked there could not be shown
+_SANDBOX_MOUNTS = ("/workspace", "/home/sandbox", "/tmp", "/proc", "/sys", "/dev", "/etc")
+
+
+def check_image_repo_path(path: str) -> str:
+    """An absolute, normal path, outside what the sandbox mounts itself."""
+    if not path.startswith("/") or posixpath.normpath(path) != path or path == "/":
+        raise ValueError(f"`path` must be an absolute, normalized path below /, not {path!r}")
+    if any(path == m or path.startswith(m + "/") for m in _SANDBOX_MOUNTS) or "\0" in path:
+        raise ValueError(f"`path` may not be under {', '.join(_SANDBOX_MOUNTS)}: {path!r}")
+    return path
 
 
 class Scoring(StrEnum):
@@ -327,6 +380,9 @@ class Policy(_Request):
         "decided, a honeypot contact) makes the episode a cheat too, not only a step "
         "penalty; resource exhaustion never does",
     )
+    give_up_reward: float = Field(
+        0.0, description="the reward of an interactive episode the agent ended by `give_up`"
+    )
     new_protected_files: NewProtectedFiles = Field(
         NewProtectedFiles.grade,
         description="a file the agent added under a protected directory: `grade` runs it "
@@ -353,12 +409,34 @@ LANGUAGE_NAMES = frozenset(
         "typescript",
         "ts",
         "rust",
+        "csharp",
+        "kotlin_script",
+        "scala",
+        "ruby",
+        "php",
+        "perl",
+        "lua",
+        "sql",
+        "verilog",
+        "R",
+        "racket",
+        "D_ut",
+        "jest",
     }
 )
 
+# languages whose program is a test suite, not one that reads stdin
+TEST_LANGUAGES = ("pytest", "junit", "go_test")
+JUDGED_OUTPUT_BYTES = 32 << 20  # every case's stdout together, as a judged run returns them
+
 
 class TaskSpec(_Request):
-    image: str = Field("python", max_length=128, description="a name from the image allowlist")
+    image: str = Field(
+        "python",
+        max_length=512,
+        description="a name from the image allowlist, or an image reference "
+        "(host:port/repo:tag or …@sha256:…) the deployment's patterns allow",
+    )
     language: str | None = Field(
         None,
         max_length=32,
@@ -386,6 +464,11 @@ class TaskSpec(_Request):
 
     _files = field_validator("files")(_check_files)
 
+    @field_validator("image")
+    @classmethod
+    def _check_image(cls, image: str) -> str:
+        return check_reference(image) if is_reference(image) else image
+
     @field_validator("language")
     @classmethod
     def _check_language(cls, name: str | None) -> str | None:
@@ -393,6 +476,19 @@ class TaskSpec(_Request):
             known = ", ".join(sorted(LANGUAGE_NAMES))
             raise ValueError(f"language {name!r} is not supported; supported: {known}")
         return name
+
+    @model_validator(mode="after")
+    def _judged_program(self) -> TaskSpec:
+        if self.tests.format is TestFormat.cases and self.language in (None, *TEST_LANGUAGES):
+            raise ValueError("format `cases` runs a program: give its `language` (not a test one)")
+        judge = self.tests.judge
+        if judge is not None and len(judge.cases) * self.limits.output_bytes > JUDGED_OUTPUT_BYTES:
+            raise ValueError(
+                f"{len(judge.cases)} cases of limits.output_bytes {self.limits.output_bytes} "
+                f"can print more than the {JUDGED_OUTPUT_BYTES} bytes a judged run returns: "
+                "lower limits.output_bytes or send fewer cases"
+            )
+        return self
 
     @field_validator("protected_paths")
     @classmethod
@@ -447,6 +543,19 @@ class ReadFileAction(_Action):
 Action = Annotated[BashAction | WriteFileAction | ReadFileAction, Field(discriminator="type")]
 
 
+class GiveUpAction(_Action):
+    """The agent ends its interactive episode itself: `gave_up`, the policy's
+    `give_up_reward`, graded no further. Never a step of a one-shot solution."""
+
+    type: Literal["give_up"] = "give_up"
+    reason: str = Field("", max_length=4096)
+
+
+InteractiveAction = Annotated[
+    BashAction | WriteFileAction | ReadFileAction | GiveUpAction, Field(discriminator="type")
+]
+
+
 class Solution(_Request):
     files: dict[str, str] = Field(default_factory=dict)
     actions: list[Action] = Field(default_factory=list, max_length=256)
@@ -482,6 +591,20 @@ class EpisodeCreate(_Request):
     solution: Solution | None = None
     mode: EpisodeMode = EpisodeMode.oneshot
     metadata: dict[str, str] = Field(default_factory=dict, max_length=64)
+    idempotency_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="a retry of this request sends the same key and gets the first one's "
+        "episode (one-shot, same content, within PROCTOR_DEDUP_TTL_S); without a key every "
+        "request is its own run (the `Idempotency-Key` header sets it too)",
+    )
+    share_identical: bool = Field(
+        False,
+        description="content dedup: share the episode of an identical one-shot request that "
+        "also asked for it, within PROCTOR_DEDUP_TTL_S (for reruns of the same data; never "
+        "for samples whose runs must be their own)",
+    )
 
     @model_validator(mode="after")
     def _solution_matches_mode(self) -> EpisodeCreate:
@@ -526,11 +649,16 @@ class Verdict(StrEnum):
     failed = "failed"
     timeout = "timeout"
     oom = "oom"
+    output_limit = "output_limit"
     compile_error = "compile_error"
     runtime_error = "runtime_error"
     cheat = "cheat"
     infra_error = "infra_error"
     cancelled = "cancelled"
+    gave_up = "gave_up"
+    # the task cannot run as given (its repository, or its image reference the registry has
+    # not); no agent or code under test ran
+    task_error = "task_error"
 
 
 class TestOutcome(StrEnum):
@@ -549,6 +677,7 @@ class TestCase(_Result):
     outcome: TestOutcome
     duration_s: float = 0.0
     message: str | None = None
+    verdict: CaseVerdict | None = None  # a judged case's (format `cases`)
 
 
 class Observation(_Result):
@@ -688,6 +817,16 @@ class StepResult(_Result):
     step: int
     observation: Observation
     done: bool = False
+
+
+class RepoCreated(_Result):
+    """A sealed repository kept by the service (`POST /v1/repos`): name it by `ref`."""
+
+    ref: str = Field(description="`task.repo.ref` for the episodes that use it")
+    base_commit: str = Field(description="the base commit, in full")
+    branch: str
+    size: int = Field(description="bytes of the sealed copy")
+    expires_in_s: int = Field(description="unless it is used again (each use renews it)")
 
 
 class EpisodeCreated(_Result):

@@ -25,9 +25,13 @@ install_packages() {
     local missing=() pair
     for pair in docker:docker.io dockerd:docker.io redis-server:redis-server \
         redis-cli:redis-tools debootstrap:debootstrap git:git tini:tini flock:util-linux \
-        chromium:chromium crun:crun runsc:runsc; do
+        chromium:chromium crun:crun runsc:runsc docker-registry:docker-registry npm:npm; do
         # chromium: the web page's browser tests; crun, runsc: OCI runtimes a deployment may
-        # choose (PROCTOR_RUNTIME), measured by the bench and tried by the tests
+        # choose (PROCTOR_RUNTIME), measured by the bench and tried by the tests;
+        # docker-registry: the registry the task-image tests start on 127.0.0.1, on a port
+        # and with a data directory of their own (the package's service, where an init
+        # starts it, is not what they use); npm: the jest image's packages
+        # (proctor/imagebuild/npm.py)
         command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
     done
     [[ -e /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)
@@ -219,6 +223,12 @@ setup_venv() {
         tail -n 20 "${run}/pip-install.log" >&2
         die "pip install failed (log: .run/pip-install.log)"
     fi
+    # the server's packages (core, anticheat, service, workers) are not in the `proctor`
+    # distribution, which is the client alone: this venv imports them from the checkout
+    "${venv}/bin/python" - "${repo}" <<'PY'
+import pathlib, sys, sysconfig
+pathlib.Path(sysconfig.get_paths()["purelib"], "proctor-server.pth").write_text(sys.argv[1] + "\n")
+PY
     touch "${stamp}"
 }
 

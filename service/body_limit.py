@@ -8,13 +8,23 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class BodySizeLimit:
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    """`larger`: paths with a bound of their own (an upload's), instead of `max_bytes`."""
+
+    def __init__(
+        self, app: ASGIApp, *, max_bytes: int, larger: dict[str, int] | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.larger = larger or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if scope.get("path") in self.larger:
+            await BodySizeLimit(self.app, max_bytes=self.larger[scope["path"]])(
+                scope, receive, send
+            )
             return
         declared = dict(scope.get("headers", ())).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:

@@ -43,9 +43,8 @@ from typing import Any
 
 import redis
 
-from core import keys
+from core import keys, latency
 from core.store import (
-    LATENCY_BUCKETS,
     CatalogEntry,
     RecordField,
     metadata_term,
@@ -418,7 +417,7 @@ def _minute(minute: int, raw: dict[Any, Any]) -> MinuteStats:
     categories = {k[2:]: int(v) for k, v in fields.items() if k.startswith("c:")}
     timed = int(fields.get("timed", 0))
     mean = float(fields["sum"]) / timed if timed and "sum" in fields else None
-    buckets = [(le, int(fields.get(f"t:{le}", 0))) for le in LATENCY_BUCKETS]
+    buckets = [(le, int(fields.get(f"t:{le!r}", 0))) for le in latency.BUCKETS]
     buckets.append((math.inf, int(fields.get("t:+Inf", 0))))
     return MinuteStats(
         minute=minute,
@@ -426,18 +425,6 @@ def _minute(minute: int, raw: dict[Any, Any]) -> MinuteStats:
         verdicts=verdicts,
         categories=categories,
         mean_s=mean,
-        p50_s=_quantile(buckets, timed, 0.5),
-        p95_s=_quantile(buckets, timed, 0.95),
+        p50_s=latency.quantile(buckets, timed, 0.5),
+        p95_s=latency.quantile(buckets, timed, 0.95),
     )
-
-
-def _quantile(buckets: list[tuple[float, int]], total: int, q: float) -> float | None:
-    """The upper bound of the bucket holding quantile q (the last finite one past the end)."""
-    if total <= 0:
-        return None
-    seen = 0
-    for le, n in buckets:
-        seen += n
-        if seen >= q * total:
-            return le if math.isfinite(le) else LATENCY_BUCKETS[-1]
-    return LATENCY_BUCKETS[-1]

@@ -18,6 +18,7 @@ from anticheat.git.seal import SealRefused, SealUnavailable, seal
 from core import results
 from core.defaults import INLINE_DECODE_BYTES, INTERACTIVE_START_S
 from core.store import EpisodeRecord
+from proctor.imageref import is_reference
 from proctor.models import (
     EpisodeCreate,
     EpisodeCreated,
@@ -28,6 +29,8 @@ from proctor.models import (
 from service.admission import admit
 from service.deps import Resources
 from service.errors import BadRequest, Conflict, NotFound, ServiceUnavailable
+from service.images import check_reference
+from service.repos import resolve_ref
 
 
 def validate_request(resources: Resources, request: EpisodeCreate) -> None:
@@ -35,16 +38,20 @@ def validate_request(resources: Resources, request: EpisodeCreate) -> None:
     settings = resources.settings
     task = request.task
     if task.image not in settings.images:
-        known = ", ".join(sorted(settings.images))
-        raise BadRequest(f"unknown image {task.image!r}; this deployment offers: {known}")
+        if not is_reference(task.image):
+            known = ", ".join(sorted(settings.images))
+            raise BadRequest(f"unknown image {task.image!r}; this deployment offers: {known}")
+        check_reference(settings, resources.store, task.image)
     admit(request, settings)  # limits and time within what a worker host can give
 
 
 def seal_repository(request: EpisodeCreate) -> EpisodeCreate:
     """The request with its repository sealed (only the base commit's past, rebuilt): what
-    the sandbox unpacks. An upload that cannot be sealed is refused (422) with the reason."""
+    the sandbox unpacks. An upload that cannot be sealed is refused (422) with the reason.
+    One named by `ref` was sealed at its upload (`service.repos`); one baked into the image
+    (`path`) is sealed by the worker (`workers.repos`)."""
     repo = request.task.repo
-    if repo is None:
+    if repo is None or (repo.archive is None and repo.bundle is None):
         return request
     try:
         sealed = seal(repo)
@@ -211,6 +218,7 @@ async def submit(resources: Resources, requests: Sequence[EpisodeCreate]) -> lis
         if any(r.task.repo is not None for r in requests):  # else sealing changes nothing
             resources.queue.leave()  # sealing takes a while: not in an intake lane
             requests = [await to_thread.run_sync(seal_repository, r) for r in requests]
+            requests = [await to_thread.run_sync(resolve_ref, resources, r) for r in requests]
         return await to_thread.run_sync(_store_and_enqueue, resources, requests)
     finally:
         resources.queue.leave()  # its intake lane and probe go to the next request

@@ -2,6 +2,7 @@
 
     ApiError                 a request we refuse; carries its HTTP status
     ├── BadRequest           400/422: the request is malformed or asks for something we don't offer
+    │   └── ImageNotFound    422: its image reference's registry says it does not exist
     ├── Unauthorized         401: a token is required and was missing or wrong
     ├── NotFound             404: no such episode (or it expired)
     ├── Conflict             409: the episode is in a state that does not allow this
@@ -85,6 +86,10 @@ class ApiError(Exception):
 
 class BadRequest(ApiError):
     status_code = 422
+
+
+class ImageNotFound(BadRequest):
+    pass
 
 
 class Unauthorized(ApiError):

@@ -13,7 +13,7 @@ from typing import Any
 
 from anyio import to_thread
 
-from core import keys
+from core import keys, results
 from core.config import Settings
 from core.defaults import (
     FILE_ACTION_S,
@@ -29,6 +29,9 @@ from proctor.models import (
     EpisodeMode,
     EpisodeResult,
     EpisodeStatus,
+    GiveUpAction,
+    InteractiveAction,
+    Observation,
     ReadFileAction,
     StepResult,
     WriteFileAction,
@@ -85,11 +88,13 @@ async def await_reply(resources: Resources, key: str, timeout_s: float) -> Any:
     return reply["body"]
 
 
-async def act(resources: Resources, episode_id: str, action: Action) -> StepResult:
+async def act(resources: Resources, episode_id: str, action: InteractiveAction) -> StepResult:
     """Run one action in the episode's sandbox, on the host that holds it; its result.
 
     The worker's own refusals (404, 409, 503) and failures (500) are raised as they are.
     """
+    if isinstance(action, GiveUpAction):
+        return await give_up(resources, episode_id, action)
     action = checked_action(action)
     admit_action(action, resources.settings)
     record = await to_thread.run_sync(running_interactive, resources, episode_id)
@@ -111,6 +116,29 @@ async def act(resources: Resources, episode_id: str, action: Action) -> StepResu
     finally:
         await resources.aredis.delete(lock)
     return StepResult.model_validate(body)
+
+
+async def give_up(resources: Resources, episode_id: str, action: GiveUpAction) -> StepResult:
+    """End the episode as the agent asked: `gave_up`, the policy's reward, no grading. Ended
+    here, as a cancel is; the worker holding the sandbox sees it ended and removes it."""
+    record = await to_thread.run_sync(running_interactive, resources, episode_id)
+    lock = keys.acting(episode_id)
+    if not await resources.aredis.set(lock, "1", nx=True, ex=int(FILE_ACTION_S + REPLY_MARGIN_S)):
+        raise Conflict(f"episode {episode_id} is still running its previous action")
+
+    def end() -> EpisodeResult:
+        steps = resources.store.steps(episode_id)
+        result = results.gave_up(record, action.reason, steps)
+        if not resources.store.finish(result, request=record.request):
+            raise Conflict(f"episode {episode_id} ended before it could give up")
+        return result
+
+    try:
+        result = await to_thread.run_sync(end)
+    finally:
+        await resources.aredis.delete(lock)
+    observation = Observation(output=result.reason, exit_code=0)
+    return StepResult(id=episode_id, step=len(result.steps), observation=observation, done=True)
 
 
 async def finish(resources: Resources, episode_id: str) -> EpisodeResult:

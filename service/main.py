@@ -29,11 +29,13 @@ from service.routes import (
     episodes,
     export,
     health,
+    images,
     interactive,
     listing,
     metrics,
     openrlhf,
     regrade,
+    repos,
     sandboxfusion,
     screen,
     ui,
@@ -96,7 +98,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     # the last added is the outermost: the size limit counts what the door reads
     app.add_middleware(QueueDoor, paths=episodes.CREATE_PATHS)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=settings.max_body_bytes,
+        larger={repos.PATH: settings.repo_max_mb << 20},  # its own bound, checked as it streams
+    )
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(metrics.router)
@@ -104,8 +110,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(episodes.router)
     app.include_router(listing.router)
     app.include_router(regrade.router)
+    app.include_router(repos.router)
     app.include_router(interactive.router)
     app.include_router(screen.router)
+    app.include_router(images.router)
     app.include_router(sandboxfusion.router)
     app.include_router(openrlhf.router)
     app.include_router(ui.router)

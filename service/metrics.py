@@ -7,6 +7,7 @@ collector renders them, identically on every API replica.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from itertools import accumulate
 
@@ -19,7 +20,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from core.store import LATENCY_BUCKETS, LATENCY_METRICS
+from core import latency
+from core.store import LATENCY_METRICS
 from service.deps import Resources
 
 
@@ -55,9 +57,12 @@ class RedisCollector(Collector):
                 f"proctor_episode_{metric}_seconds", f"Episode {metric} time in seconds"
             )
             # each episode is counted in its own bucket only: Prometheus's are cumulative
-            cumulative = list(accumulate(raw.get(f"b={le}", 0.0) for le in LATENCY_BUCKETS))
-            buckets = [(str(le), n) for le, n in zip(LATENCY_BUCKETS, cumulative, strict=True)]
-            buckets.append(("+Inf", raw.get("count", 0.0)))
+            per_bucket = latency.counts(raw)
+            cumulative = accumulate(n for _, n in per_bucket)
+            buckets = [
+                ("+Inf" if math.isinf(le) else str(le), float(n))
+                for (le, _), n in zip(per_bucket, cumulative, strict=True)
+            ]
             family.add_metric([], buckets, sum_value=raw.get("sum", 0.0))
             yield family
 

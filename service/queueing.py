@@ -4,12 +4,17 @@ The API refers to job functions by dotted path, so it never imports the worker s
 with it Docker). Payloads are JSON: the job carries only the episode id; the episode itself
 lives in its Redis record.
 
-Trainers retry, and send no idempotency key: a one-shot request whose content is identical
-to one in flight or recently completed gets that episode's id instead of a second sandbox.
-A retry after an infrastructure failure (status `failed`) or a cancel runs again.
+Dedup covers retries, not samples (`dedup_key`): a one-shot request that carries an
+idempotency key (the field, or the `Idempotency-Key` header the routes copy into it) gets
+the episode of an earlier request with the same key and the same content, in flight or
+recently completed, instead of a second sandbox. Without a key every request is a run of
+its own: two identical programs are two samples, and a timing-dependent program's second
+sample must be measured, not copied. A caller that wants identical requests to share
+(reruns of one data set) says so (`share_identical`). A retry after an infrastructure
+failure (status `failed`) or a cancel runs again.
 
 Dedup, the queue bound and the records are one atomic step in Redis (`EpisodeStore.create`),
-so concurrent identical requests share one episode and concurrent clients cannot overshoot
+so concurrent retries share one episode and concurrent clients cannot overshoot
 the bound; the RQ jobs are enqueued right after (an API that dies in between leaves queued
 episodes without a job, which the workers' janitor ends).
 
@@ -18,8 +23,8 @@ episode; until then this API process refuses new work at the door (`check_open`;
 routes that queue episodes, `service.door` answers in front of the application), before
 the body is read or Redis is asked. Then one request at a time is let through to find
 out, until Redis admits one. A flood of clients that resend at once on a 429 then costs
-the API little, and the episodes it accepts are not held up behind it. An identical
-request that would have shared a queued episode is refused too meanwhile.
+the API little, and the episodes it accepts are not held up behind it. A retry that
+would have shared a queued episode is refused too meanwhile.
 """
 
 from __future__ import annotations
@@ -38,29 +43,25 @@ from rq.serializers import JSONSerializer
 
 from core import keys
 from core.defaults import (
+    COMPILE_WALL_FACTOR,
+    COMPILE_WALL_SLACK_S,
+    DEDUP_TTL_S,
+    FAILED_JOB_TTL_S,
     HEARTBEAT_TTL_S,
     INTAKE_LANES,
     JOB_OVERHEAD_S,
-    JOB_RESULT_TTL_S,
+    MAX_QUEUE_DEPTH,
+    MAX_QUEUE_WAIT_S,
+    MAX_SHUT_S,
     QUEUE_FULL_RETRY_AFTER_S,
+    SUCCEEDED_JOB_TTL_S,
 )
+from core.languages import LANGUAGES
 from core.queues import QUEUE_NAME, RUN_EPISODE, host_queue_name
 from core.store import EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeMode
 from service.errors import Overloaded
 
-# A job that succeeded is RQ's for a second more: our record carries the result, and nothing
-# reads RQ's copy (the janitor reads only the jobs of episodes still queued). Not deleted at
-# once (`result_ttl=0`): RQ then reads the job's status and its executions back before it
-# deletes them, 7 round trips more per episode than letting its keys expire; its id stays in
-# RQ's finished registry until a worker's maintenance trims it (every 10 minutes). A failed
-# job stays a while, for whoever looks into it.
-SUCCEEDED_JOB_TTL_S = 1
-FAILED_JOB_TTL_S = JOB_RESULT_TTL_S * 60
-# The door stays shut at most this long after a refusal, whatever the drain estimate says
-# (a worker host that joins drains faster than the estimate knows); and a request let
-# through to find out whether one more episode passes holds it at most this long
-MAX_SHUT_S = 1.0
 # The request of this context that was let through after a refusal (`check_open`)
 _PROBE: contextvars.ContextVar[object | None] = contextvars.ContextVar("probe", default=None)
 # … and the intake lane it holds (`enter`)
@@ -72,12 +73,32 @@ def content_key(request: EpisodeCreate) -> str:
     return keys.dedup(hashlib.sha256(canonical.encode()).hexdigest())
 
 
+def dedup_key(request: EpisodeCreate) -> str | None:
+    """The key a request shares an episode under, or None: it runs on its own.
+
+    The content is part of the key either way (the key is a digest of the request, which
+    holds the idempotency key): a key reused for a different request is a new run, never
+    another request's answer."""
+    if request.mode is not EpisodeMode.oneshot:
+        return None
+    if request.idempotency_key is None and not request.share_identical:
+        return None
+    return content_key(request)
+
+
 def job_timeout_s(request: EpisodeCreate) -> int:
     limits = request.task.limits
     actions = request.solution.actions if request.solution else []
     acting = sum(getattr(a, "timeout_s", 0.0) for a in actions)
     setup = len(request.task.setup) * limits.timeout_s
-    return int(limits.timeout_s + acting + setup + JOB_OVERHEAD_S)
+    lang = LANGUAGES.get(request.task.language or "")
+    # a compile runs at most this long by the wall clock (`grading.compile_step`)
+    compiling = (
+        limits.compile_timeout_s * COMPILE_WALL_FACTOR + COMPILE_WALL_SLACK_S
+        if lang is not None and lang.compiled
+        else 0.0
+    )
+    return int(limits.timeout_s + acting + setup + compiling + JOB_OVERHEAD_S)
 
 
 class EpisodeQueue:
@@ -86,10 +107,10 @@ class EpisodeQueue:
         client: redis.Redis,
         store: EpisodeStore,
         *,
-        max_depth: int = 10_000,
-        max_wait_s: float = 0.0,
+        max_depth: int = MAX_QUEUE_DEPTH,
+        max_wait_s: float = MAX_QUEUE_WAIT_S,
         worker_ttl_s: float = HEARTBEAT_TTL_S,
-        dedup_ttl_s: int = 600,
+        dedup_ttl_s: int = DEDUP_TTL_S,
         intake_lanes: int = INTAKE_LANES,
     ) -> None:
         self.redis = client
@@ -160,15 +181,12 @@ class EpisodeQueue:
     def submit(self, requests: Sequence[EpisodeCreate]) -> list[str]:
         """Store and enqueue episodes (a whole batch at once, or none of it); ids in order.
 
-        Identical one-shot requests share one episode (see the module docstring). Beyond
+        Retries (one idempotency key) share one episode (see the module docstring). Beyond
         a bound — the queue's depth, or the wait the batch's last episode would see — the
         whole batch is refused (429) rather than queue work nobody will wait for.
         """
         self.check_open()
-        dedup_keys = [
-            content_key(r) if self.dedup_ttl_s > 0 and r.mode is EpisodeMode.oneshot else None
-            for r in requests
-        ]
+        dedup_keys = [dedup_key(r) if self.dedup_ttl_s > 0 else None for r in requests]
         admission = self.store.create(
             requests,
             dedup_keys=dedup_keys,

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from anticheat.git.sanitize import bundle_script, sanitize_script
-from core.results import infra_failure
+from core.results import infra_failure, task_error
 from core.store import EpisodeRecord, SandboxState
 from proctor.models import (
     Action,
@@ -26,6 +26,7 @@ from proctor.models import (
     EpisodeStatus,
     Evidence,
     Observation,
+    RepoSnapshot,
     SandboxInfo,
     Step,
     StepResult,
@@ -40,6 +41,7 @@ from workers.evaluation.grading import (
 )
 from workers.grading_tail import grade_reply, until_redis_answers, write_result
 from workers.guard import integrity_evidence
+from workers.repos import RepoUnusable, link_script, sealed_repo
 from workers.runtime import Runtime
 from workers.sandbox.docker import Container, SandboxError
 from workers.sandbox.protocol import (
@@ -76,7 +78,8 @@ class Preparation:
     listing: Listing  # the first observation
 
 
-def preparation(record: EpisodeRecord) -> Preparation:
+def preparation(record: EpisodeRecord, repo: RepoSnapshot | None) -> Preparation:
+    """`repo`: the task's repository, sealed (`workers.repos.sealed_repo`)."""
     task = record.request.task
     setup_timeout = max(task.limits.timeout_s, 60.0)
 
@@ -85,18 +88,20 @@ def preparation(record: EpisodeRecord) -> Preparation:
 
     ops: list[Op[Any]] = []
     checked: list[Run] = []
-    if task.repo is not None:
-        if task.repo.archive is not None:
-            ops.append(Untar(data=task.repo.archive))
-            sanitize = checked_run(sanitize_script(task.repo))
+    if repo is not None:
+        if repo.archive is not None:
+            ops.append(Untar(data=repo.archive))
+            sanitize = checked_run(sanitize_script(repo))
         else:
-            assert task.repo.bundle is not None  # a repository is one or the other
-            ops.append(
-                Write(root="/tmp", binary={BUNDLE_PATH.removeprefix("/tmp/"): task.repo.bundle})
-            )
-            sanitize = checked_run(bundle_script(task.repo, BUNDLE_PATH))
+            assert repo.bundle is not None  # sealed: an archive; else a bundle
+            ops.append(Write(root="/tmp", binary={BUNDLE_PATH.removeprefix("/tmp/"): repo.bundle}))
+            sanitize = checked_run(bundle_script(repo, BUNDLE_PATH))
         ops.append(sanitize)
         checked.append(sanitize)
+        if task.repo is not None and task.repo.path is not None:  # baked: link it at its path
+            link = checked_run(link_script(task.repo.path))
+            ops.append(link)
+            checked.append(link)
     if task.files:
         ops.append(Write(files=task.files))
     setup = [checked_run(command) for command in task.setup]
@@ -121,11 +126,18 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
         return None
     spec = rt.spec_for(task)
     acquired = time.monotonic()
+    try:
+        repo = sealed_repo(rt, task, episode_id=record.id)
+    except RepoUnusable as exc:
+        log.info("episode %s: the task's repository is unusable: %s", record.id, exc)
+        return task_error(record, f"the task's repository cannot be used: {exc}")
+    except SandboxError as exc:
+        return infra_failure(record, f"the task's repository could not be prepared: {exc}")
     container, warm = rt.pool.acquire(spec)
     sandbox = Sandbox(rt.engine, container, episode_id=record.id)
     keep_container = False
     try:
-        prep = preparation(record)
+        prep = preparation(record, repo)
         reply = sandbox.program(prep.ops, timeout_s=commands_time_s(prep.ops))
         failed = next(
             (r for r in map(reply.result, prep.checked) if r is not None and r.exit_code != 0), None
@@ -170,7 +182,7 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
 
 
 def _sandbox(rt: Runtime, record: EpisodeRecord) -> Sandbox:
-    spec = rt.spec_for(record.request.task)
+    spec = rt.spec_for(record.request.task, pull=False)  # its sandbox runs already
     state = record.started_sandbox()
     container = Container(
         id=state.container_id, name=state.container_name, spec=spec, ip=state.container_ip

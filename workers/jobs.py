@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 
-from core.results import infra_failure
+from core.results import infra_failure, task_error
 from core.store import EpisodeRecord
 from proctor.models import EpisodeMode, EpisodeResult
 from workers import capacity, runtime
 from workers.grading_tail import until_redis_answers, write_result
 from workers.oneshot import run_oneshot
-from workers.sandbox.docker import SandboxError
+from workers.sandbox.docker import ImageNotInRegistry, SandboxError
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,9 @@ def _run_episode(rt: runtime.Runtime, episode_id: str) -> str:
         return record.status.value
     try:
         result = _reserved_run(rt, record)
+    except ImageNotInRegistry as exc:
+        log.warning("episode %s: task error: %s", episode_id, exc)
+        result = task_error(record, str(exc))
     except SandboxError as exc:
         log.error("episode %s: infrastructure error: %s", episode_id, exc)
         result = infra_failure(record, str(exc))
@@ -67,6 +70,9 @@ def _reserved_run(rt: runtime.Runtime, record: EpisodeRecord) -> EpisodeResult |
     agent, and holding a share while idle would cap a host at a handful of open episodes
     and leave the processes that must serve their actions waiting for budget."""
     if record.request.mode is EpisodeMode.oneshot:
+        # a task image by reference is pulled before the share is taken: a pull holds no
+        # CPU or memory of the host's budget, and may take minutes
+        rt.image_for(record.request.task)
         budget = capacity.HostBudget.of(rt.settings)
         if not until_redis_answers(
             f"episode {record.id}: reserving",
@@ -122,3 +128,10 @@ def finish_episode(episode_id: str, reply_key: str | None = None) -> None:
         if status is None or status.terminal:  # a finish refused (409) leaves it running
             capacity.release(rt.store, rt.host, episode_id)
         rt.busy.discard(episode_id)
+
+
+def prefetch_images(prefetch_id: str) -> None:
+    """Pull a prefetch's images on this host (a job of the host's own queue)."""
+    from workers.prefetch import prefetch_on_host
+
+    prefetch_on_host(runtime.current(), prefetch_id)

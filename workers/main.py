@@ -58,9 +58,11 @@ from workers.guard import Guard
 from workers.honeypot import Honeypot
 from workers.janitor import Janitor, worker_name
 from workers.sandbox.checks import pick_runtime, verify_protections
+from workers.sandbox.demand import Budget, share
 from workers.sandbox.docker import Engine, SandboxError
 from workers.sandbox.pool import WarmPool
 from workers.sandbox.pooled import RunnerPool
+from workers.teardown import honeypot_name, leave_engine
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +84,11 @@ def _warm_tasks(settings: Settings) -> list[TaskSpec]:
         limits = Limits(memory_mb=RUN_CODE_MEMORY_MB)
         tasks.append(TaskSpec(image=image, tests=TestSpec(files={}), files={}, limits=limits))
     return tasks
+
+
+def holder_image(settings: Settings) -> str | None:
+    """The deployment's own image network holders are made from (never a task's)."""
+    return settings.images.get("python") or next(iter(settings.images.values()), None)
 
 
 def redis_client(url: str) -> redis.Redis:
@@ -238,7 +245,10 @@ def connect_engine(settings: Settings, store: EpisodeStore, worker: str) -> tupl
         while True:
             try:
                 engine = Engine(
-                    worker=worker, host=settings.host_id, deployment=settings.deployment_id
+                    worker=worker,
+                    host=settings.host_id,
+                    deployment=settings.deployment_id,
+                    holder_image=holder_image(settings),
                 )
                 engine.ping()
                 for image in settings.images.values():
@@ -304,7 +314,7 @@ def start_honeypot(
         engine,
         network=settings.honeypot_network,
         image=settings.honeypot_image or settings.images["python"],
-        name=f"proctor-honeypot-{settings.deployment_id}",
+        name=honeypot_name(settings),
         subnets=settings.sandbox_subnets,
     )
     janitor = None
@@ -348,9 +358,15 @@ def die_with_parent_if_spawned() -> None:
 
 
 def serve(
-    settings: Settings, *, burst: bool = False, child: bool = False, suffix: str | None = None
+    settings: Settings,
+    *,
+    burst: bool = False,
+    child: bool = False,
+    suffix: str | None = None,
+    slot: tuple[int, int] = (0, 1),
 ) -> None:
-    """One worker process: serve jobs until told to stop (`suffix`: see `worker_name`)."""
+    """One worker process: serve jobs until told to stop (`suffix`: see `worker_name`;
+    `slot`: its index among the host's worker processes, and how many there are)."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     if child:
         die_with_parent()
@@ -365,14 +381,17 @@ def serve(
     # registered before any pooled sandbox starts, which is then given them once instead of
     # in every request (`protocol.share`)
     importlib.import_module(RUN_EPISODE.rpartition(".")[0])
-    pool = WarmPool(engine, size=settings.pool_size)
+    # the host's floor and ceiling of idle sandboxes, shared out among its processes
+    budget = Budget(share(settings.pool_host_max, slot[1], slot[0]))
+    floor = min(share(settings.pool_host_min, slot[1], slot[0]), budget.ceiling)
+    pool = WarmPool(engine, size=settings.pool_size, budget=budget, floor=floor)
     runners = (
-        RunnerPool(engine, episodes=settings.pooled_episodes)
+        RunnerPool(engine, episodes=settings.pooled_episodes, budget=budget, floor=floor)
         if settings.isolation == "pooled"
         else None
     )
     # fresh containers, each with its server started, for one one-shot episode each
-    served = RunnerPool(engine, episodes=1, size=settings.pool_size)
+    served = RunnerPool(engine, episodes=1, size=settings.pool_size, budget=budget, floor=floor)
     honeypot = start_honeypot(settings, engine, store=store, worker=worker)
     guard = Guard(store, judge=make_judge(settings, store), honeypot=honeypot)
     rt = runtime.Runtime(
@@ -411,6 +430,10 @@ def serve(
         work(client, settings.redis_url, queues, worker, burst=burst)
     finally:
         janitor.stop()
+        # the containers of the interactive episodes this process serves: no other process
+        # can serve their actions (the episodes end as lost: workers/janitor.py)
+        for container_id in list(rt.holding.values()):
+            engine.remove(container_id)
         pool.close()
         served.close()
         if runners is not None:
@@ -450,13 +473,19 @@ def run(settings: Settings, *, concurrency: int | None = None, burst: bool = Fal
     host's budget holds: `worker_count`) and keep them running; forward stop signals."""
     count = concurrency or worker_count(settings)
     if count == 1:
-        serve(settings, burst=burst, child=multiprocessing.parent_process() is not None)
+        try:
+            serve(settings, burst=burst, child=multiprocessing.parent_process() is not None)
+        finally:
+            leave_engine(settings)
         return 0
     from workers.supervisor import Supervisor
 
     supervisor = Supervisor(settings, count, burst=burst, target=serve)
     die_with_parent_if_spawned()
-    return supervisor.run()
+    try:
+        return supervisor.run()
+    finally:
+        leave_engine(settings)
 
 
 if __name__ == "__main__":

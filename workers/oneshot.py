@@ -24,6 +24,7 @@ from proctor.models import (
     Timings,
 )
 from workers.actions import action_op, observation_of
+from workers.evaluation.compile_cache import settings_cache, store, with_cache
 from workers.evaluation.grading import grading_plan, is_protected, steering_paths
 from workers.grading_tail import grade_reply
 from workers.guard import solution_text
@@ -97,6 +98,8 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
             restore={p: c for p, c in task.files.items() if is_protected(p, task.protected_paths)},
             split=sandbox.root_server,
         )
+        compiled_programs = settings_cache(rt.settings)
+        plan, to_store = with_cache(compiled_programs, plan, task, solution, info.image_digest)
         counted = (Sent(), Sent())  # packets sent before and after: any contact at all?
         ops = [counted[0], *prepare, *actions, *plan.ops, counted[1]]
         # admission kept the sum within max_episode_s; a worker set lower holds its own
@@ -141,6 +144,7 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
                 return infra_failure(record, error, sandbox=info)
             evidence = rt.guard.screen_solution(record)
             sent = reply.sent(*counted)
+            store(compiled_programs, to_store, reply)
         timings = Timings(
             queued_s=queued_s,
             sandbox_start_s=sandbox_start_s,

@@ -21,6 +21,7 @@ from proctor.models import (
     Timings,
     Verdict,
 )
+from workers.evaluation.cases import score_cases
 from workers.evaluation.grading import SplitShape
 from workers.evaluation.scoring import Score, TestRun, score
 from workers.sandbox.protocol import RunResult
@@ -30,6 +31,8 @@ from workers.sandbox.sandbox import Failure
 def score_test_run(
     test: RunResult, task: TaskSpec, *, oom_killed: bool, split: SplitShape | None = None
 ) -> Score:
+    if task.tests.judge is not None:  # format `cases`: the judge's record decides
+        return score_cases(test.report, task.tests.judge, task.scoring)
     run = TestRun(
         exit_code=test.exit_code,
         timed_out=test.timed_out,

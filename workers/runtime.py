@@ -13,9 +13,11 @@ import redis
 from core.config import Settings
 from core.limits import within_host
 from core.store import EpisodeStore
+from proctor.imageref import is_reference
 from proctor.models import Isolation, NetworkPolicy, TaskSpec
 from workers.guard import Guard
 from workers.sandbox.docker import Engine, SandboxError, SandboxSpec
+from workers.sandbox.images import TaskImages
 from workers.sandbox.pool import WarmPool
 from workers.sandbox.pooled import PooledSandbox, RunnerPool
 from workers.sandbox.sandbox import Sandbox
@@ -39,6 +41,29 @@ class Runtime:
     # fresh containers whose root server serves one one-shot episode: the container
     # isolation's (none: a one-shot episode's program is a `docker exec` of the runner)
     served: RunnerPool | None = None
+    task_images: TaskImages | None = None  # made on the first task image by reference
+
+    def image_for(self, task: TaskSpec, *, pull: bool = True) -> str:
+        """The engine's name of the task's image: the deployment's for a name; a reference
+        as it is, pulled first where this host does not have it (`TaskImages.ensure`)."""
+        if task.image in self.settings.images or not is_reference(task.image):
+            return self.settings.images[task.image]
+        if pull:
+            self.image_cache().ensure(task.image)
+        return task.image
+
+    def image_cache(self) -> TaskImages:
+        """This process's side of the host's pull cache (made on first use)."""
+        if self.task_images is None:
+            self.task_images = TaskImages(
+                self.engine,
+                self.redis,
+                host=self.host,
+                keep=self.settings.images.values(),
+                timeout_s=self.settings.pull_timeout_s,
+                budget_gb=self.settings.image_cache_gb,
+            )
+        return self.task_images
 
     @property
     def host(self) -> str:
@@ -82,12 +107,14 @@ class Runtime:
         return "none", ()
 
     def spec_for(
-        self, task: TaskSpec, *, pooled: bool = False, server: bool = False
+        self, task: TaskSpec, *, pooled: bool = False, server: bool = False, pull: bool = True
     ) -> SandboxSpec:
+        """The sandbox for `task` (`pull`: make sure its image is here, a sandbox is to be
+        made; without it, for one that runs already)."""
         limits = within_host(task.limits, self.settings)  # the API may run on a larger host
         network, dns = self.network_for(task)
         return SandboxSpec(
-            image=self.settings.images[task.image],
+            image=self.image_for(task, pull=pull),
             memory_mb=limits.memory_mb,
             cpus=limits.cpus,
             pids=limits.pids,
@@ -98,6 +125,7 @@ class Runtime:
             runtime=self.settings.runtime,
             server=server,
             pooled=pooled,
+            cover=task.repo.path if task.repo is not None and not (server or pooled) else None,
         )
 
 

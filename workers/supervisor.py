@@ -101,7 +101,12 @@ class Supervisor:
         process = self._context.Process(
             target=self.target,
             args=(self.settings,),
-            kwargs={"burst": self.burst, "child": True, "suffix": suffix},
+            kwargs={
+                "burst": self.burst,
+                "child": True,
+                "suffix": suffix,
+                "slot": (slot.index, len(self.slots)),
+            },
             name=f"worker-{slot.index}",
         )
         process.start()

@@ -18,7 +18,7 @@ from anticheat.analysis.bash import decoding
 from anticheat.analysis.bash.parser import parse_script
 from anticheat.analysis.bash.syntax import Command, Redirect, Word
 from anticheat.analysis.operations import FileOp, NetOp, Operations, norm_path
-from anticheat.analysis.remote_commands import FETCHERS, PACKAGE_MANAGERS, SOCKETS
+from anticheat.analysis.remote_commands import DIAGNOSTICS, FETCHERS, PACKAGE_MANAGERS, SOCKETS
 
 __all__ = ["command_effects"]
 
@@ -72,6 +72,16 @@ _VALUE_OPTS = {  # options that take a separate value, per command (so it is not
     "--tries --timeout --wait --user-agent --header --post-data --post-file --user --password",
     "nc": "-p -s -w -i -q -X -x",
     "ncat": "-p -s -w -i",
+    "ping": "-c -i -w -W -s -t -I -l -p -Q -M",
+    "ping6": "-c -i -w -W -s -t -I -l -p -Q",
+    "dig": "-b -c -f -k -p -q -t -x -y",
+    "host": "-c -N -R -t -W -m",
+    "traceroute": "-m -q -w -p -f -s -i -N -z -g",
+    "tracepath": "-l -m -p",
+    "mtr": "-c -i -s -a -B -m -f",
+    "whois": "-h -p -T -i",
+    "arping": "-c -I -w -s -i",
+    "drill": "-c -k -p -t",
     "ssh": "-p -i -l -o -F -J -L -R -D",
     "scp": "-P -i -o -F -l",
     "git": "",
@@ -208,7 +218,7 @@ def command_effects(facts: Operations, cmd: Command) -> None:
     if name == "git":
         remote_commands.git(facts, cmd, via)
         return
-    if name in FETCHERS or name in SOCKETS:
+    if name in FETCHERS or name in SOCKETS or name in DIAGNOSTICS:
         remote_commands.fetch(facts, cmd, operands, via)
         if name in ("curl", "wget"):
             outputs = ("-o", "--output", "--output-document") + (("-O",) if name == "wget" else ())

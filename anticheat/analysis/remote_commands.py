@@ -13,18 +13,23 @@ from __future__ import annotations
 from anticheat.analysis.bash.syntax import Command, Word
 from anticheat.analysis.operations import FileOp, GitCall, NetOp, Operations, PkgOp, norm_path
 
-__all__ = ["FETCHERS", "PACKAGE_MANAGERS", "SOCKETS", "fetch", "git", "packages"]
+__all__ = ["DIAGNOSTICS", "FETCHERS", "PACKAGE_MANAGERS", "SOCKETS", "fetch", "git", "packages"]
 
 FETCHERS = frozenset(
     ("curl wget http https httpie xh aria2c lynx w3m links elinks fetch axel curlie").split()
 )
 SOCKETS = frozenset("nc ncat netcat telnet socat ssh scp sftp ftp rsync openssl-s_client".split())
+# network diagnostics: each asks a resolver or a host outside the sandbox about a name
+DIAGNOSTICS = frozenset(
+    "nslookup dig host drill ping ping6 traceroute traceroute6 tracepath mtr whois arping".split()
+)
 PACKAGE_MANAGERS = frozenset(
     (
         "pip pip3 pipx easy_install uv poetry pipenv conda mamba micromamba npm yarn pnpm gem "
         "cargo go pdm"
     ).split()
 )
+_RECORD_TYPES = frozenset("A AAAA ANY CNAME MX NS PTR SOA SRV TXT CAA DS DNSKEY AXFR".split())
 # where pip, uv and their kin fetch from: an index other than PyPI is a host like any other
 _INDEX_OPTS = frozenset(
     "-i --index-url --extra-index-url -f --find-links --index --default-index".split()
@@ -104,6 +109,11 @@ def fetch(facts: Operations, cmd: Command, operands: list[Word], via: str) -> No
         ][:1]
     elif name in ("nc", "ncat", "netcat", "telnet", "ftp"):
         targets += [w.text for w in operands[:1]]
+    elif name in DIAGNOSTICS:
+        # `dig @server name`: both are asked; `nslookup name server` too; a record type
+        # (`dig name MX`, `host -t`'s value is skipped as an option's) is no host
+        named = [w for w in operands if w.text.upper() not in _RECORD_TYPES]
+        targets += [w.text.lstrip("@") if w.static else "" for w in named[:2]]
     else:
         targets += [w.text if w.static else "" for w in operands if not w.text.startswith("@")]
     for t in targets or [""]:

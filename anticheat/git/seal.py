@@ -24,8 +24,9 @@ The upload is read with our own configuration only: git never runs inside the up
 borrows objects from are followed only inside the archive, a promisor pack never fetches,
 and replace refs, grafts, commit-graphs and bitmaps are not consulted. What cannot be
 sealed — the base commit missing or ambiguous, objects it reaches missing or corrupt, an
-archive that does not unpack safely — raises `SealRefused` with the reason (the caller's
-input: a 4xx); git missing or failing on our side raises `SealUnavailable`.
+archive that does not unpack safely or within its caps (core/archive.py) — raises
+`SealRefused` with the reason (the caller's input: a 4xx); git missing or failing on our
+side raises `SealUnavailable`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ import base64
 import hashlib
 import io
 import os
-import posixpath
 import re
 import shutil
 import subprocess
@@ -42,14 +42,17 @@ import tarfile
 import tempfile
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import IO
 
+from core.archive import ArchiveRefused, unpack_upload
+from core.defaults import ARCHIVE_MAX_BYTES
 from proctor.models import RepoSnapshot
 
-__all__ = ["SealRefused", "SealUnavailable", "seal"]
+__all__ = ["SealRefused", "SealUnavailable", "Source", "seal", "seal_source"]
 
-MAX_UNPACKED_BYTES = 2 << 30  # an upload that unpacks past this is refused, not sealed
-MAX_MEMBERS = 500_000
+MAX_UNPACKED_BYTES = ARCHIVE_MAX_BYTES  # an upload that unpacks past this is refused
 MAX_SUBMODULES = 64  # in all, nested ones included
 MAX_SUBMODULE_DEPTH = 4
 GIT_TIMEOUT_S = 300.0
@@ -107,15 +110,39 @@ def seal(repo: RepoSnapshot) -> RepoSnapshot:
     return sealed
 
 
+@dataclass(frozen=True, slots=True)
+class Source:
+    """An upload already on disk: an uncompressed tar (or a bundle), and where in the tar
+    the repository is (`root`: `testbed` for a tar of an image's `/testbed`). `build_files`:
+    keep the files of the tar's work tree that the base's `.gitignore` ignores (what an
+    image built in place: compiled extensions, egg-info), beside the base's checkout."""
+
+    path: Path
+    bundle: bool = False
+    root: str = ""
+    build_files: bool = False
+
+
+def seal_source(source: Source, *, base_commit: str, branch: str) -> RepoSnapshot:
+    """`seal`, of an upload on disk (`POST /v1/repos`, a repository read out of an image)."""
+    if shutil.which("git") is None:
+        raise SealUnavailable("git is not installed where repositories are sealed")
+    repo = RepoSnapshot(path="/upload", base_commit=base_commit, branch=branch)
+    with tempfile.TemporaryDirectory(prefix="proctor-seal-") as tmp:
+        return _Sealer(Path(tmp), repo, source).run()
+
+
 class _Sealer:
-    def __init__(self, tmp: Path, repo: RepoSnapshot) -> None:
+    def __init__(self, tmp: Path, repo: RepoSnapshot, source: Source | None = None) -> None:
         self.tmp = tmp
         self.repo = repo
+        self.source = source
         self.upload = tmp / "upload"
         self.scratch = tmp / "scratch.git"  # ours: borrows the upload's objects, nothing else
         self.out = tmp / "out"
         self.env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            # the git `seal` found, and the system's directories: nothing of our environment
+            "PATH": f"{os.path.dirname(shutil.which('git') or '/usr/bin/git')}:{os.defpath}",
             "HOME": str(tmp),
             "LC_ALL": "C",
             "GIT_CONFIG_NOSYSTEM": "1",
@@ -165,14 +192,25 @@ class _Sealer:
         self.git(self.tmp, "init", "-q", "--bare", "--template=", str(self.scratch))
         gitdir: Path | None = None  # the upload's repository, for its submodules
         worktree: Path | None = None  # and its work tree, where their `.git` may be
-        if self.repo.archive is not None:
-            self.unpack(_decode(self.repo.archive))
+        source = self.source
+        if self.repo.archive is not None or (source is not None and not source.bundle):
+            if source is None:
+                assert self.repo.archive is not None
+                self.unpack(io.BytesIO(_decode(self.repo.archive)))
+            else:
+                with source.path.open("rb") as stream:
+                    self.unpack(stream)
+                if source.root:
+                    self.upload = self.inside(self.upload, source.root, "repository path")
             gitdir, worktree = self.locate_gitdir()
             self.borrow(self.objects_of(gitdir, self.scratch), self.scratch)
         else:
-            assert self.repo.bundle is not None
-            bundle = self.tmp / "upload.bundle"
-            bundle.write_bytes(_decode(self.repo.bundle))
+            if source is not None:
+                bundle = source.path
+            else:
+                assert self.repo.bundle is not None
+                bundle = self.tmp / "upload.bundle"
+                bundle.write_bytes(_decode(self.repo.bundle))
             self.git(
                 self.scratch,
                 "bundle",
@@ -184,29 +222,41 @@ class _Sealer:
         sha = self.resolve_base()
         self.rebuild(sha, self.scratch, self.out, self.repo.branch)
         self.seal_submodules(self.out, sha, gitdir, worktree, depth=0)
+        if source is not None and source.build_files and worktree is not None:
+            self.keep_build_files(worktree)
         return RepoSnapshot(archive=self.pack_archive(), base_commit=sha, branch=self.repo.branch)
 
-    def unpack(self, data: bytes) -> None:
+    def keep_build_files(self, worktree: Path) -> None:
+        """Copy the files of the upload's work tree that the base's ignore rules ignore (and
+        that the base does not track) into the sealed tree: an image's build products. Git
+        lists them with our repository's index against the upload's work tree."""
+        listed = self.git(
+            self.tmp,
+            f"--git-dir={self.out / '.git'}",
+            f"--work-tree={worktree}",
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+        )
+        for raw in filter(None, listed.split(b"\0")):
+            rel = raw.decode("utf-8", "surrogateescape")
+            parts = PurePosixPath(rel).parts
+            if ".git" in parts or ".." in parts:
+                continue
+            source, target = worktree / rel, self.out / rel
+            if source.is_symlink() or not source.is_file() or target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+    def unpack(self, stream: IO[bytes]) -> None:
         self.upload.mkdir()
         try:
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-                members, total = [], 0
-                for member in tar:
-                    total += max(member.size, 0)
-                    members.append(member)
-                    if total > MAX_UNPACKED_BYTES or len(members) > MAX_MEMBERS:
-                        raise SealRefused(
-                            f"the archive unpacks to more than {MAX_UNPACKED_BYTES >> 20} MiB "
-                            f"or {MAX_MEMBERS} files"
-                        )
-                if hasattr(tarfile, "data_filter"):
-                    tar.extractall(self.upload, members=members, filter="data")
-                else:  # Python < 3.11.4 (Debian's 3.11.2): the same checks by hand
-                    tar.extractall(self.upload, members=[data_member(m) for m in members])
-        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-            if isinstance(exc, SealRefused):
-                raise
-            raise SealRefused(f"the archive cannot be unpacked safely: {exc}") from None
+            unpack_upload(stream, self.upload)
+        except ArchiveRefused as exc:
+            raise SealRefused(str(exc)) from None
 
     def locate_gitdir(self) -> tuple[Path, Path | None]:
         """The repository at the archive's root (through a `gitdir:` file, only inside the
@@ -449,24 +499,3 @@ class _Sealer:
 
 def _decode(value: str) -> bytes:
     return base64.b64decode(value.encode("ascii").translate(None, b" \t\n\r\x0b\x0c"))
-
-
-def data_member(member: tarfile.TarInfo) -> tarfile.TarInfo:
-    """What tarfile's `data` filter does to a member, for Pythons that lack it: nothing
-    outside the destination, no special files, no links out, no owner or odd modes."""
-    name = member.name
-    if name.startswith("/") or ".." in PurePosixPath(name).parts:
-        raise SealRefused(f"the archive has a member outside it: {name}")
-    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
-        raise SealRefused(f"the archive has a special file: {name}")
-    if member.issym() or member.islnk():
-        base = PurePosixPath(name).parent if member.issym() else PurePosixPath()
-        target = posixpath.normpath(str(base / member.linkname))
-        if member.linkname.startswith("/") or target == ".." or target.startswith("../"):
-            raise SealRefused(f"the archive has a link out of it: {name}")
-    member.uid, member.gid, member.uname, member.gname = os.getuid(), os.getgid(), "", ""
-    executable = member.mode & 0o100
-    member.mode = (
-        (0o755 if member.isdir() or executable else 0o644) if not member.issym() else 0o777
-    )
-    return member

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.defaults import JUDGE_MAX_PROMPT_CHARS
 from proctor.models import (
     Action,
     BashAction,
@@ -262,7 +263,7 @@ def action_prompt(
     task: TaskContext | None = None,
     history: Sequence[Action | Step] = (),
     *,
-    max_chars: int = 7_000,
+    max_chars: int = JUDGE_MAX_PROMPT_CHARS,
     max_history: int = 8,
 ) -> Prompt:
     """Ask about one action, with the task context and the last few actions before it.
@@ -306,7 +307,7 @@ def trajectory_prompt(
     solution_or_diff: str,
     steps: Sequence[Action | Step] = (),
     *,
-    max_chars: int = 7_000,
+    max_chars: int = JUDGE_MAX_PROMPT_CHARS,
 ) -> Prompt:
     """Ask about a whole episode: the task, the final code, the actions — never the test
     results, so the judge weighs behaviour rather than outcome. `max_chars` bounds the

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from core import defaults
 from core.config import Settings
 
 __all__ = ["FailurePolicy", "JudgeSettings", "ResponseFormat"]
@@ -22,25 +23,28 @@ class ResponseFormat(StrEnum):
     none = "none"  # plain text; the parser and the repair retry do all the work
 
 
+DEFAULT_FAILURE_POLICY = FailurePolicy(defaults.JUDGE_FAILURE_POLICY)
+DEFAULT_RESPONSE_FORMAT = ResponseFormat(defaults.JUDGE_RESPONSE_FORMAT)
+
+
 @dataclass(frozen=True)
 class JudgeSettings:
     """Where the judge is and how far to trust and wait for it. `url` is the OpenAI-style
     base URL with its version, e.g. `http://127.0.0.1:8081/v1`; empty disables the judge."""
 
-    url: str = ""
-    model: str = ""  # empty: the first model the server lists
-    api_key: str = ""
-    timeout_s: float = 30.0  # a whole review of a trajectory, repair included
-    max_concurrency: int = 4  # requests in flight from this process
-    threshold: float = 0.7  # a cheat verdict at or above this confidence intercepts
-    failure_policy: FailurePolicy = FailurePolicy.fail_open
-    action_budget_s: float = 5.0  # a whole review of one action, repair included
-    response_format: ResponseFormat = ResponseFormat.auto
-    cache_ttl_s: int = 7 * 24 * 3600
-    # the whole prompt, in characters: 7000 leave room for the answer in a 4k-token context
-    # even for code at 2 characters a token; raise it for a judge with a long context
-    max_prompt_chars: int = 7_000
-    max_tokens: int = 256
+    # each default is core/defaults.py's, which says what it is
+    url: str = defaults.JUDGE_URL
+    model: str = defaults.JUDGE_MODEL
+    api_key: str = defaults.JUDGE_API_KEY
+    timeout_s: float = defaults.JUDGE_TIMEOUT_S
+    max_concurrency: int = defaults.JUDGE_MAX_CONCURRENCY  # from this process
+    threshold: float = defaults.JUDGE_THRESHOLD
+    failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY
+    action_budget_s: float = defaults.JUDGE_ACTION_BUDGET_S
+    response_format: ResponseFormat = DEFAULT_RESPONSE_FORMAT
+    cache_ttl_s: int = defaults.JUDGE_CACHE_TTL_S
+    max_prompt_chars: int = defaults.JUDGE_MAX_PROMPT_CHARS
+    max_tokens: int = defaults.JUDGE_MAX_TOKENS
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.threshold <= 1.0:

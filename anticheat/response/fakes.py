@@ -137,6 +137,22 @@ def _tool_net(op: NetOp, cmd: Command | None) -> Observation:
             "or https://githubstatus.com\n",
             code=1,
         )
+    if op.tool in ("nslookup", "dig", "host", "drill"):
+        # no resolver answers in a sandbox: each says so in its own words
+        said = {
+            "nslookup": (";; connection timed out; no servers could be reached\n\n", 1),
+            "dig": (";; connection timed out; no servers could be reached\n", 9),
+            "host": (";; connection timed out; no servers could be reached\n", 1),
+            "drill": ("Error: error sending query: Could not send or receive\n", 1),
+        }
+        text, code = said[op.tool]
+        return _obs(stderr=text, code=code)
+    if op.tool in ("ping", "ping6", "arping"):
+        if _is_ip(host):
+            return _obs(stderr=f"{op.tool}: connect: Network is unreachable\n", code=2)
+        return _obs(stderr=f"{op.tool}: {host}: Temporary failure in name resolution\n", code=2)
+    if op.tool in ("traceroute", "traceroute6", "tracepath", "mtr", "whois"):
+        return _obs(stderr=f"{host}: Temporary failure in name resolution\n", code=2)
     if op.tool == "bash /dev/tcp":
         return _obs(
             stderr=f"bash: connect: Network is unreachable\nbash: /dev/tcp/{host}/"

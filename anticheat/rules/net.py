@@ -292,8 +292,13 @@ def target_package(ctx: Ctx) -> str | None:
             if op.elsewhere:  # pip does not see the checkout there: upstream's files, to copy
                 return f"`{op.via[:100]}` fetches the task's package into a directory of its own"
             pip = op.manager.split(" ")[0] in ("pip", "pip3", "uv") or op.manager.startswith("pip")
-            if pip and not constraint and not op.upgrade and ctx.task.kind == "repo":
+            if pip and not constraint and not op.upgrade and ctx.task.kind == "repo" and m.group(2):
                 continue  # pip sees the installed repository: `pip install pkg[extra]` keeps it
+            if pip and not constraint and not op.upgrade and ctx.task.kind == "repo":
+                if ctx.facts.net:
+                    continue  # an index of its own: the network rules name that host
+                # the checkout is installed already: a bare install asks the index for a release
+                return f"`{op.via[:100]}` asks the index for the task's own package"
             exact = re.fullmatch(r"={1,3}\s*([\w.+!-]+)", constraint)
             if exact and pinned and exact.group(1) == pinned and not op.upgrade:
                 continue  # reinstalling the pinned release changes nothing

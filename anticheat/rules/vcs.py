@@ -147,9 +147,10 @@ def all_refs(ctx: Ctx) -> str | None:
 def list_refs(ctx: Ctx) -> str | None:
     """Asking which refs hold a commit, or every ref by name: a search for the future.
 
-    Plain listings (`git branch -a`, `git tag`, `git describe --tags`) are everyday
-    orientation and, in a sealed snapshot, show only the working branch and the agent's
-    own: they run.
+    Listing the tags (`git tag`, `git tag -l 'v2*'`: releases) or every branch (`git branch
+    -a`) is one too; the sealed snapshot answers it with the working branch and the agent's
+    own (an attempt). The current branch (`git branch`, `-v`, `--show-current`), creating a
+    branch or a tag, and `git describe --tags` (the past's nearest tag) are orientation.
     """
     for call in _calls(ctx):
         texts = [w.text for w in call.args]
@@ -167,6 +168,22 @@ def list_refs(ctx: Ctx) -> str | None:
             return f"`git branch {' '.join(sorted(opts))}` lists refs beyond the base"
         if call.sub == "tag" and opts & {"--contains", "--no-merged", "--merged", "--points-at"}:
             return "`git tag` asked for tags by what they contain (releases after the base)"
+        if (
+            call.sub == "tag"
+            and (not operands or opts & {"-l", "--list"})
+            and not opts
+            - {
+                "-l",
+                "--list",
+                "-n",
+                "--sort",
+                "--column",
+                "--no-column",
+            }
+        ):
+            return "`git tag` lists the releases by name"
+        if call.sub == "branch" and opts & {"-a", "--all"}:
+            return f"`git branch {' '.join(sorted(opts))}` lists every branch"
         if call.sub == "show-branch" and opts & {"-a", "--all", "-r", "--remotes"}:
             return "`git show-branch` over every branch"
         if call.sub in ("describe", "name-rev") and opts & {"--contains"}:
@@ -512,8 +529,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "vcs.list-refs",
         Category.vcs_history,
-        "asking which refs hold a commit, or every ref by name (branch -r, tag --contains, "
-        "show-ref, for-each-ref)",
+        "asking which refs hold a commit, or every ref by name (branch -a/-r, tag listings, "
+        "tag --contains, show-ref, for-each-ref)",
         Decision.intercept,
         list_refs,
         needs=("git",),

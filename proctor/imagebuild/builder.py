@@ -26,6 +26,7 @@ from pathlib import Path
 # modules by their full name: `from proctor.imagebuild import x` would go through the
 # package's __init__, which imports this module
 import proctor.imagebuild.engine as engine
+import proctor.imagebuild.headers as headers
 import proctor.imagebuild.npm as npm
 import proctor.imagebuild.pins as pins
 import proctor.imagebuild.recipes as recipes
@@ -63,6 +64,29 @@ LANGUAGE_IMAGES = {
     ),
     "sandbox-node": ("proctor/sandbox-node:latest", ("nodejs", "node-typescript")),
     "sandbox-rust": ("proctor/sandbox-rust:latest", ("rustc",)),
+    # SandboxFusion's other languages, few families so that builds stay short
+    "sandbox-script": (
+        "proctor/sandbox-script:latest",
+        # ruby, php, perl (with the Test::Deep and Data::Compare SandboxFusion installs), lua
+        # (with luaunit), sqlite3, and iverilog: small interpreters sharing one image
+        (
+            "ruby",
+            "php-cli",
+            "perl",
+            "libtest-deep-perl",
+            "libdata-compare-perl",
+            "lua5.4",
+            "lua-unit",
+            "sqlite3",
+            "iverilog",
+        ),
+    ),
+    "sandbox-mono": ("proctor/sandbox-mono:latest", ("mono-mcs", "mono-runtime")),
+    "sandbox-jvm": ("proctor/sandbox-jvm:latest", ("kotlin", "scala")),
+    "sandbox-r": ("proctor/sandbox-r:latest", ("r-base-core",)),
+    "sandbox-racket": ("proctor/sandbox-racket:latest", ("racket",)),
+    "sandbox-d": ("proctor/sandbox-d:latest", ("ldc", "gcc", "libc6-dev")),  # ldc links with cc
+    "sandbox-jest": ("proctor/sandbox-jest:latest", ()),
 }
 # target → npm packages, pinned, installed by the host's npm (proctor/imagebuild/npm.py):
 # tsx runs TypeScript as SandboxFusion does (esbuild: types stripped, ES module interop);
@@ -78,6 +102,11 @@ NPM_PACKAGES = {
         "commander@12.1.0",
     ),
 }
+# what a family's image has beyond its Debian packages (part of its recipe)
+EXTRAS = {"cpp": (f"testlib.h {headers.TESTLIB_SHA256}",)}
+# A family built on another family's image instead of the Python sandbox: kotlin and scala
+# run on the java image's JDK, jest on the node image's node.
+LANGUAGE_BASES = {"sandbox-jvm": "sandbox-java", "sandbox-jest": "sandbox-node"}
 # target name → image; the judge is built on request only (it compiles llama.cpp once)
 IMAGES = {
     "sandbox": SANDBOX,
@@ -258,44 +287,62 @@ class Builder:
         engine.prune_stage(f"{STAGE_LABEL}=sandbox-python-sci")
 
     def language(self, target: str) -> None:
-        """A language family's sandbox: the Python sandbox plus Debian packages, smoke-tested."""
+        """A language family's sandbox: the Python sandbox (or another family's image) plus
+        Debian packages and npm packages, smoke-tested."""
         config = self.config
         image, packages = LANGUAGE_IMAGES[target]
         node_packages = NPM_PACKAGES.get(target, ())
         family = target.removeprefix("sandbox-")
-        dockerfile = config.images_dir / "sandbox-lang" / "Dockerfile"
+        on_family = LANGUAGE_BASES.get(target)
+        wanted_base = LANGUAGE_IMAGES[on_family][0] if on_family else config.language_base_image
+        npm_manifest = npm.manifest(config, family)
+        dockerfile = (
+            config.images_dir
+            / "sandbox-lang"
+            / ("npm.Dockerfile" if npm_manifest else "Dockerfile")
+        )
         smoke = f"sandbox-lang/smoke/{family}.sh"
         recipe = recipes.digest(
             [
                 dockerfile.read_bytes(),
                 (config.images_dir / smoke).read_bytes(),
-                recipes.lines(config.language_base_image, *packages),
+                *(path.read_bytes() for path in npm_manifest),
+                recipes.lines(wanted_base, *packages, *EXTRAS.get(family, ())),
                 *([recipes.lines(*node_packages)] if node_packages else []),
             ]
         )
-        if config.language_base_image == SANDBOX and engine.image_id(SANDBOX) is None:
+        if on_family:
+            self.language(on_family)  # its base first (kept when up to date)
+        elif config.language_base_image == SANDBOX and engine.image_id(SANDBOX) is None:
             self.sandbox()  # built on its own first (the "sandbox" target) when all are built
         if self.up_to_date(image, recipe):
             return
-        base = self.resolve_base(config.language_base_image)
-        dest = config.wheels_dir / "debs" / family
-        count = wheels.deb_closure(config, base.image, dest, packages)
-        logger.info("%s: %d Debian packages for %s", image, count, " ".join(packages))
-        count = npm.install(config, config.wheels_dir / "npm" / family, node_packages)
-        if node_packages:
-            logger.info("%s: %d npm packages for %s", image, count, " ".join(node_packages))
+        base = self.resolve_base(wanted_base)
+        context = [
+            (f"sandbox-lang/{dockerfile.name}", f"sandbox-lang/{dockerfile.name}"),
+            (smoke, "smoke.sh"),
+        ]
+        if npm_manifest:
+            npm.install(config, family, config.wheels_dir / "npm" / family)
+            context.append((f".wheels/npm/{family}", "npm"))
+        else:
+            dest = config.wheels_dir / "debs" / family
+            count = wheels.deb_closure(config, base.image, dest, packages)
+            logger.info("%s: %d Debian packages for %s", image, count, " ".join(packages))
+            if family == "cpp":  # installed into /usr/local/include by the Dockerfile
+                headers.testlib(config, dest / "include")
+            context.append((f".wheels/debs/{family}", ".debs"))
+            count = npm.install_global(config, config.wheels_dir / "npm" / family, node_packages)
+            if node_packages:
+                logger.info("%s: %d npm packages for %s", image, count, " ".join(node_packages))
+            context.append((f".wheels/npm/{family}", ".npm"))
         self.docker_build(
             image,
-            "sandbox-lang/Dockerfile",
+            f"sandbox-lang/{dockerfile.name}",
             recipe,
             # the packages are in the context: the build needs no network
             Base(base.image, "none"),
-            [
-                ("sandbox-lang/Dockerfile", "sandbox-lang/Dockerfile"),
-                (smoke, "smoke.sh"),
-                (f".wheels/debs/{family}", ".debs"),
-                (f".wheels/npm/{family}", ".npm"),
-            ],
+            context,
             build_args={"FAMILY": family},
         )
 

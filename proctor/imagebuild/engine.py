@@ -154,6 +154,14 @@ def build(
         return proc.wait() == 0
 
 
+def push(image: str, *, log: Path) -> bool:
+    """`docker push` with the CLI's own credentials (~/.docker/config.json); its output to
+    `log`; False when the push failed."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as out:
+        return subprocess.run(["docker", "push", image], stdout=out, stderr=out).returncode == 0
+
+
 def remove(image_or_id: str) -> None:
     """Remove an image if nothing uses it; the engine refuses while containers still do,
     and that refusal is fine (the old image goes with its last container)."""

@@ -15,6 +15,8 @@ from pathlib import Path
 
 # Besides the packages: what `pip wheel` of the checkout reads.
 PROJECT_FILES = ("pyproject.toml", "README.md", "LICENSE")
+# the server's packages' own pyproject (its wheel is built for the service image only)
+SERVER_PYPROJECT = Path("images") / "service" / "server-pyproject.toml"
 
 
 def digest(parts: Iterable[bytes]) -> str:
@@ -34,13 +36,17 @@ def simple(dockerfile: Path, *values: str) -> str:
     return digest([dockerfile.read_bytes(), lines(*values)])
 
 
-def top_level_packages(repo: Path) -> list[str]:
-    """The packages the wheel ships, from pyproject's `packages.find` include (`core*` →
-    core): one list, so a new top-level package is in the service image by itself."""
-    with (repo / "pyproject.toml").open("rb") as f:
-        pyproject = tomllib.load(f)
-    include = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
-    return sorted({pattern.split(".")[0].rstrip("*") for pattern in include})
+def top_level_packages(repo: Path, *, server: bool = True) -> list[str]:
+    """The packages the wheels ship, from the `packages.find` include (`core*` → core) of
+    the client's pyproject and (`server`) the server's: one list, so a new top-level
+    package is in the service image by itself."""
+    found: set[str] = set()
+    for path in (repo / "pyproject.toml", repo / SERVER_PYPROJECT)[: 2 if server else 1]:
+        with path.open("rb") as f:
+            pyproject = tomllib.load(f)
+        include = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+        found |= {pattern.split(".")[0].rstrip("*") for pattern in include}
+    return sorted(found)
 
 
 def source_files(repo: Path) -> list[str]:
@@ -78,4 +84,6 @@ def source_digest(repo: Path, files: Iterable[str]) -> str:
 
 
 def service(dockerfile: Path, base: str, source: str, constraints: str) -> str:
-    return digest([dockerfile.read_bytes(), lines(base, source), constraints.encode()])
+    server = dockerfile.with_name(SERVER_PYPROJECT.name)
+    parts = [dockerfile.read_bytes(), lines(base, source), constraints.encode()]
+    return digest([*parts, server.read_bytes()] if server.exists() else parts)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import proctor.imagebuild.engine as engine
 from proctor.imagebuild.config import BuildConfig, ImageBuildError
+from proctor.imagebuild.recipes import SERVER_PYPROJECT
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +149,8 @@ def scientific(config: BuildConfig, requirements: Path, python: str, machine: st
 
 
 def service(config: BuildConfig, files: Sequence[str]) -> Path:
-    """Wheels of Proctor with its server extras and of every dependency, pinned."""
+    """Wheels of the client with the server's dependencies, of every dependency, pinned,
+    and of the server's packages (`proctor-server`, from images/service/server-pyproject.toml)."""
     dest = fresh(config.wheels_dir / "service")
     log = config.run_dir / "service-wheels.log"
     (dest / "constraints.txt").write_text(constraints(config))
@@ -158,20 +160,15 @@ def service(config: BuildConfig, files: Sequence[str]) -> Path:
             target = Path(src, name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(config.repo / name, target)
-        done = pip(
-            config,
-            "wheel",
-            "--quiet",
-            "-c",
-            str(dest / "constraints.txt"),
-            "-w",
-            str(dest),
-            f"{src}[server]",
-            log=log,
-        )
+        wheel = ["wheel", "--quiet", "-c", str(dest / "constraints.txt"), "-w", str(dest)]
+        done = pip(config, *wheel, f"{src}[server]", log=log)
+        if done.returncode == 0:
+            shutil.copy2(config.repo / SERVER_PYPROJECT, Path(src, "pyproject.toml"))
+            shutil.rmtree(Path(src, "build"), ignore_errors=True)
+            done = pip(config, *wheel, "--no-deps", src, log=log, append=True)
     if done.returncode != 0:
         raise ImageBuildError("pip wheel failed (log: .run/service-wheels.log)", tail(log))
-    (dest / "requirements.txt").write_text("proctor[server]\n")
+    (dest / "requirements.txt").write_text("proctor[server]\nproctor-server\n")
     count = len(list(dest.glob("*.whl")))
     logger.info("service wheels: %d in images/.wheels/service", count)
     return dest

@@ -24,6 +24,7 @@ import asyncio
 import json
 import re
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -383,10 +384,21 @@ T = TypeVar("T")
 
 MAX_BATCH = 500  # episodes per create request, under the service's default bound of 1000
 MAX_WAIT_S = 300.0  # the longest server-side wait the API grants one request
+RESEND_AFTER_S = 1.0  # a submission whose connection failed is sent once more, after this
 
 
 def _chunks(items: Sequence[T]) -> list[Sequence[T]]:
     return [items[i : i + MAX_BATCH] for i in range(0, len(items), MAX_BATCH)]
+
+
+def _keyed(episodes: Sequence[EpisodeCreate]) -> list[EpisodeCreate]:
+    """Each sample with an idempotency key of its own, unless it has one: a resubmission of
+    this call (a connection lost after the service took it) gets its episodes back, while
+    equal samples stay runs of their own."""
+    return [
+        e if e.idempotency_key else e.model_copy(update={"idempotency_key": uuid.uuid4().hex})
+        for e in episodes
+    ]
 
 
 def _late(episode_id: str, timeout_s: float) -> Unavailable:
@@ -400,7 +412,7 @@ def run_episodes(
     until a whole batch ended); a failure is an error in its slot."""
     deadline = time.monotonic() + timeout_s
     submitted: list[str | ProctorError] = []
-    for chunk in _chunks(episodes):
+    for chunk in _chunks(_keyed(episodes)):
         submitted += _submit(client, chunk, deadline)
     found: dict[str, Outcome] = {}
     while pending := _pending(submitted, found):
@@ -436,9 +448,17 @@ def _settle(answer: EpisodeResults, found: dict[str, Outcome]) -> None:
 def _submit(
     client: Client, chunk: Sequence[EpisodeCreate], deadline: float
 ) -> list[str | ProctorError]:
+    resent = False
     while True:
         try:
             return list(client.create_many(chunk))
+        except Unavailable as exc:
+            # once: the service may have taken the call before the connection went (the
+            # keys make the resend the same call)
+            if resent or time.monotonic() + RESEND_AFTER_S > deadline:
+                return [exc] * len(chunk)
+            resent = True
+            time.sleep(RESEND_AFTER_S)
         except Overloaded as exc:
             if time.monotonic() + exc.retry_after > deadline:
                 return [exc] * len(chunk)
@@ -460,7 +480,7 @@ async def run_episodes_async(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     submitted: list[str | ProctorError] = []
-    for chunk in _chunks(episodes):
+    for chunk in _chunks(_keyed(episodes)):
         submitted += await _submit_async(client, chunk, deadline)
     found: dict[str, Outcome] = {}
 
@@ -484,9 +504,15 @@ async def _submit_async(
     client: AsyncClient, chunk: Sequence[EpisodeCreate], deadline: float
 ) -> list[str | ProctorError]:
     loop = asyncio.get_running_loop()
+    resent = False
     while True:
         try:
             return list(await client.create_many(chunk))
+        except Unavailable as exc:
+            if resent or loop.time() + RESEND_AFTER_S > deadline:
+                return [exc] * len(chunk)
+            resent = True
+            await asyncio.sleep(RESEND_AFTER_S)
         except Overloaded as exc:
             if loop.time() + exc.retry_after > deadline:
                 return [exc] * len(chunk)

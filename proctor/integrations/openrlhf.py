@@ -196,14 +196,19 @@ class _Scalar(float):
 
 _BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?[^\n]*\n(.*?)```", re.DOTALL)
 _SUBMIT = re.compile(r"<submit\s*/?>", re.IGNORECASE)
-HINT = "Run a command in a ```bash block, or reply <submit/> when the work is done."
+_GIVE_UP = re.compile(r"<give_up\s*/>|<give_up>(.*?)</give_up>", re.IGNORECASE | re.DOTALL)
+HINT = (
+    "Run a command in a ```bash block, or reply <submit/> when the work is done "
+    "(<give_up>why</give_up> if it cannot be done)."
+)
 
 
 class ProctorAgentSession:
     """One OpenRLHF agent instance: a Proctor interactive episode, opened at the first command.
 
-    The model acts with a ```bash block and ends with `<submit/>`; the episode's reward is
-    paid at the submitting step (0 before). `reset`/`step` take and return what OpenRLHF's
+    The model acts with a ```bash block and ends with `<submit/>`, or `<give_up>why</give_up>`
+    (the episode ends ungraded: `gave_up`, the policy's `give_up_reward`); the episode's
+    reward is paid at the ending step (0 before). `reset`/`step` take and return what OpenRLHF's
     `AgentInstanceBase` does, so an `AgentInstance` only has to delegate to this.
     """
 
@@ -239,6 +244,8 @@ class ProctorAgentSession:
         self._steps += 1
         action_text: str = states.get("action_text", "")
         try:
+            if given_up := _GIVE_UP.search(action_text):
+                return await self._give_up(states, given_up.group(1) or "")
             if _SUBMIT.search(action_text) or self._steps >= self._max_steps:
                 return await self._finish(states)
             block = _BASH_BLOCK.search(action_text)
@@ -274,6 +281,16 @@ class ProctorAgentSession:
         await self._client.aclose()
         reward, values, _ = _one(result, 0.0)
         return self._answer(states, "Submitted.", reward, done=True, values=values)
+
+    async def _give_up(self, states: dict[str, Any], reason: str) -> dict[str, Any]:
+        if self._episode_id is None:  # before its first command: no episode was opened
+            await self._client.aclose()
+            reward = self._task.policy.give_up_reward if self._task is not None else 0.0
+            return self._answer(states, "Given up.", reward, done=True)
+        result = await self._client.give_up(self._episode_id, reason.strip()[:4096])
+        await self._client.aclose()
+        reward, values, _ = _one(result, 0.0)
+        return self._answer(states, "Given up.", reward, done=True, values=values)
 
     def _answer(
         self,

@@ -296,7 +296,7 @@ async def compute_score_async(
 
 # ------------------------------------------------------------------------ the multi-turn tool
 
-TOOL_ACTIONS = ("bash", "write_file", "read_file", "submit")
+TOOL_ACTIONS = ("bash", "write_file", "read_file", "submit", "give_up")
 # trajectories remembered per process; an episode forgotten unsubmitted is ended by the
 # service when it idles
 MAX_TRAJECTORIES = 10_000
@@ -321,6 +321,11 @@ _SCHEMAS: dict[str, tuple[str, dict[str, dict[str, str]], list[str]]] = {
         ["path"],
     ),
     "submit": ("Submit the work for grading. The episode ends.", {}, []),
+    "give_up": (
+        "Give up on the task, when it cannot be done honestly. The episode ends ungraded.",
+        {"reason": {"type": _STRING, "description": "why the task cannot be done"}},
+        [],
+    ),
 }
 
 
@@ -424,9 +429,10 @@ def _observation_text(observation: Observation) -> str:
 class _ProctorToolMixin:
     """A verl tool acting in one Proctor interactive episode per trajectory.
 
-    `config.action` picks what the tool does: `bash`, `write_file`, `read_file`, or `submit`
+    `config.action` picks what the tool does: `bash`, `write_file`, `read_file`, `submit`
     (finishes the episode; its reward is the tool reward, which verl passes to the reward
-    function as `extra_info["tool_rewards"]`). The task comes from the dataset row
+    function as `extra_info["tool_rewards"]`), or `give_up` (ends it ungraded, `gave_up`,
+    with the task policy's `give_up_reward` as the tool reward). The task comes from the dataset row
     (`tools_kwargs.<tool>.create_kwargs.task`) or from `config.task`.
     """
 
@@ -480,6 +486,8 @@ class _ProctorToolMixin:
         try:
             if self._action == "submit":
                 return await self._submit(key)
+            if self._action == "give_up":
+                return await self._give_up(key, str(parameters.get("reason", "")))
             return await self._act(key, instance_id, parameters)
         except ProctorError as exc:
             log.warning("trajectory %s: Proctor is unavailable: %s", key, exc)
@@ -543,6 +551,19 @@ class _ProctorToolMixin:
                 {**metrics, "infra_error": 1.0},
             )
         return _response("Submitted."), float(result.reward), metrics
+
+    async def _give_up(self, key: str, reason: str) -> tuple[Any, float | None, dict[str, Any]]:
+        """End the trajectory's episode as given up: the policy's `give_up_reward`."""
+        trajectories = self._trajectories
+        async with trajectories.lock(key):
+            episode_id = trajectories.episodes.get(key)
+            if episode_id is None:
+                return _response("Nothing to give up."), 0.0, {}
+            async with self._client() as client:
+                result = await client.give_up(episode_id, reason[:4096])
+            trajectories.end(key)
+        metrics = {"episode_id": result.id, "verdict": str(result.verdict or "")}
+        return _response("Given up."), float(result.reward or 0.0), metrics
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         return 0.0

@@ -23,6 +23,7 @@ from service.episodes import (
     wait_for_public,
 )
 from service.errors import ApiError
+from service.repos import resolve_ref
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ async def run_within(
             validate_request(resources, episode)
             if episode.task.repo is not None:  # sealing is all a thread would do
                 episode = await to_thread.run_sync(seal_repository, episode)
+                episode = await to_thread.run_sync(resolve_ref, resources, episode)
         except ApiError as exc:  # the task asks what this deployment lacks: the data's fault
             slots.append(GroundTruthError(exc.message))
             continue

@@ -18,8 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from proctor.integrations import openrlhf
 from proctor.integrations.codetasks import GroundTruthError, load_catalog
+from proctor.models import EpisodeCreate
 from service.adapters.deadline import run_within
 from service.deps import Resources
+from service.idempotency import body_key, keyed
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +54,19 @@ def task_catalog(path: Path | None) -> dict[str, Any] | None:
         return None
 
 
-async def reward(resources: Resources, request: RewardRequest, deadline_s: float) -> Any:
-    """One reward per query, answered within `deadline_s` (and the deployment's max wait)."""
+async def reward(
+    resources: Resources,
+    request: RewardRequest,
+    deadline_s: float,
+    *,
+    idempotency_key: str | None = None,
+    share_identical: bool = False,
+) -> Any:
+    """One reward per query, answered within `deadline_s` (and the deployment's max wait).
+
+    OpenRLHF's client retries a failed call with the same body and sends no key: the call's
+    key is then its body's digest, so a retry gets the same episodes, while equal queries of
+    one call (a group's equal responses) are samples of their own (`<key>/<i>`)."""
     catalog = await to_thread.run_sync(task_catalog, resources.settings.tasks_file)
     try:
         built = openrlhf.build_episodes(
@@ -64,6 +77,18 @@ async def reward(resources: Resources, request: RewardRequest, deadline_s: float
         built = [GroundTruthError(f"{exc}: prompts and labels must be as long as query")] * len(
             request.query
         )
+    if idempotency_key is None and not share_identical:
+        idempotency_key = body_key(request.model_dump_json())
+    items: list[EpisodeCreate | Exception] = [
+        item
+        if isinstance(item, Exception)
+        else keyed(
+            item,
+            None if idempotency_key is None else f"{idempotency_key}/{i}",
+            share_identical=share_identical,
+        )
+        for i, item in enumerate(built)
+    ]
     deadline_s = min(deadline_s, resources.settings.max_wait_s)
-    samples = await run_within(resources, list(built), deadline_s)
+    samples = await run_within(resources, items, deadline_s)
     return openrlhf.reward_body(samples)

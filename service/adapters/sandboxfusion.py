@@ -7,7 +7,8 @@ SandboxFusion's:
 | what happened                  | status       | compile_result    | run_result        | code  |
 |--------------------------------|--------------|-------------------|-------------------|-------|
 | the program exited 0           | Success      | Finished, 0 (*)   | Finished          | 0     |
-| it exited non-zero (or OOM)    | Failed       | Finished, 0 (*)   | Finished          | its   |
+| it exited non-zero             | Failed       | Finished, 0 (*)   | Finished          | its   |
+| it was killed for memory       | Failed       | Finished, 0 (*)   | MemoryLimitExceeded | 137 |
 | it ran out of `run_timeout`    | Failed       | Finished, 0 (*)   | TimeLimitExceeded | null  |
 | it does not compile            | Failed       | Finished, its code| (none)            |       |
 | compiling ran out of time      | Failed       | TimeLimitExceeded | (none)            |       |
@@ -16,7 +17,10 @@ SandboxFusion's:
 
 (*) compiled languages only (`core.languages`); interpreted ones have no compile_result.
 A `language` not in the table is refused as SandboxFusion refuses it, a 422 naming the
-known ones (not a SandboxError: trainers retry those).
+known ones (not a SandboxError: trainers retry those). One of SandboxFusion's own that this
+deployment cannot run (`core.languages.UNAVAILABLE`: julia, swift, lean, cuda, python_gpu)
+is a SandboxError saying why, as SandboxFusion answers a runner that cannot run: the code is
+not at fault, so the trainer drops the sample instead of learning a zero.
 
 The code runs as a one-shot episode (the worker screens it with the rule filter like any
 solution) in its language's image, with `task.language` set so a compiled language compiles
@@ -28,6 +32,17 @@ by the names the request gave: relative to the workspace, or absolute under /wor
 (writable, as in SandboxFusion's image, and emptied with the episode) or /tmp. One that is
 missing, not a regular file, over the output limit or elsewhere is left out, as SandboxFusion
 leaves out what it does not find. The routes are `service.routes.sandboxfusion`.
+
+Proctor's extension, code-contest judging (`proctor.judging`): a request with `cases`
+(`[{stdin, expected_stdout}]`) runs the program once per case in one sandbox, compiled once,
+each case with `run_timeout`, `memory_limit_MB` and `stack_limit_MB` (default: the memory
+limit), judged by `comparison` (`lines` by default; `float` with `abs_tolerance` and
+`rel_tolerance`) or by a `checker` (`{language: cpp|python, source}`, testlib's
+conventions). The answer adds `cases` (each case's `verdict`, `execution_time`, `message`),
+`accepted` and `score` (the fraction accepted): a trainer that wants all-or-nothing reads
+`status` (`Success` only when every case is accepted), one that wants partial credit reads
+`score`. `run_result` then summarises the first case that failed (`TimeLimitExceeded`,
+`MemoryLimitExceeded`, `OutputLimitExceeded`, else `Finished`); `stdin` is ignored.
 """
 
 from __future__ import annotations
@@ -45,11 +60,14 @@ from core.defaults import (
     SANDBOXFUSION_CLIENT_SLACK_S,
 )
 from core.limits import HostMaxima
+from proctor.judging import CaseVerdict, Checker, Comparison, JudgeSpec, StdioCase
 from proctor.models import (
+    JUDGED_OUTPUT_BYTES,
     MAX_FETCH,
     EpisodeCreate,
     EpisodeResult,
     Limits,
+    Scoring,
     Solution,
     TaskSpec,
     TestFormat,
@@ -59,8 +77,13 @@ from proctor.models import (
 )
 from service.adapters.deadline import run_within
 from service.deps import Resources
+from service.idempotency import keyed
 
 STDIN_FILE = ".proctor-stdin"
+# SandboxFusion runs these with no compile step (`go test`, `tsx`), all within run_timeout:
+# their compile step here gets the larger of the two timeouts, so a request SandboxFusion
+# runs is not refused a compile it never limited
+NO_COMPILE_STEP = frozenset({"go_test", "typescript"})
 OUTPUT_BYTES = 1 << 20  # SandboxFusion returns output whole; 1 MiB per stream here
 DEFAULT_MEMORY_MB = RUN_CODE_MEMORY_MB
 MIN_TIMEOUT_S = 0.1  # SandboxFusion takes any number; a limit must be positive
@@ -77,6 +100,9 @@ class CommandRunStatus(StrEnum):
     Finished = "Finished"
     Error = "Error"
     TimeLimitExceeded = "TimeLimitExceeded"
+    # Proctor's: SandboxFusion reports these as Finished (137) or not at all
+    MemoryLimitExceeded = "MemoryLimitExceeded"
+    OutputLimitExceeded = "OutputLimitExceeded"
 
 
 class RunCodeRequest(BaseModel):
@@ -92,10 +118,21 @@ class RunCodeRequest(BaseModel):
     fetch_files: list[str] = Field(
         default_factory=list, description="a list of file paths to fetch after code execution"
     )
+    # Proctor's extension: code-contest judging (see the module's docstring)
+    cases: list[StdioCase] | None = Field(
+        None, description="stdin cases judged in one sandbox, one compile (Proctor's)"
+    )
+    comparison: Comparison = Comparison.lines
+    abs_tolerance: float = Field(1e-6, ge=0)
+    rel_tolerance: float = Field(1e-6, ge=0)
+    checker: Checker | None = None
+    stack_limit_MB: int | None = Field(None, ge=1, le=16_384)
 
     @field_validator("language")
     @classmethod
     def _known(cls, name: str) -> str:
+        if name in languages.UNAVAILABLE:
+            return name  # SandboxFusion's name: answered by `run_code`, not refused
         languages.language(name)  # UnknownLanguage is a ValueError: a 422, as SandboxFusion's
         return name
 
@@ -108,6 +145,12 @@ class CommandRunResult(BaseModel):
     stderr: str | None = None
 
 
+class CaseResult(BaseModel):
+    verdict: CaseVerdict
+    execution_time: float
+    message: str | None = None
+
+
 class RunCodeResponse(BaseModel):
     status: RunStatus
     message: str
@@ -115,6 +158,10 @@ class RunCodeResponse(BaseModel):
     run_result: CommandRunResult | None = None
     executor_pod_name: str | None = None
     files: dict[str, str] = Field(default_factory=dict)
+    # Proctor's, with `cases`: each case's verdict, how many were accepted, their fraction
+    cases: list[CaseResult] | None = None
+    accepted: int | None = None
+    score: float | None = None
 
 
 class UnsupportedRequest(ValueError):
@@ -138,31 +185,46 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
             files[path] = data.decode("utf-8")
         except UnicodeDecodeError:
             binary[path] = base64.b64encode(data).decode("ascii")
+    compile_timeout = request.compile_timeout
+    if lang.name in NO_COMPILE_STEP:
+        compile_timeout = max(compile_timeout, request.run_timeout)
     tests: dict[str, str] = {}
-    if request.stdin is not None:
+    judge = judge_of(request)
+    fetch = fetchable(request.fetch_files)
+    if request.stdin is not None and judge is None:
         tests[STDIN_FILE] = request.stdin
         command += f" < {STDIN_FILE}"
+    image = lang.image
+    if judge is not None and judge.checker is not None and judge.checker.language == "cpp":
+        image = "cpp"  # g++ and testlib.h; python3 (without numpy) is there too
     memory = request.memory_limit_MB if request.memory_limit_MB > 0 else DEFAULT_MEMORY_MB
     output_bytes = OUTPUT_BYTES
+    if judge is not None:  # every case's stdout comes back in one record
+        output_bytes = min(output_bytes, JUDGED_OUTPUT_BYTES // len(judge.cases))
     if maxima is not None:  # what we choose, not what the caller asked, fits the deployment
         output_bytes = min(output_bytes, maxima.output_bytes)
         if request.memory_limit_MB <= 0:
             memory = min(memory, maxima.memory_mb)
     return EpisodeCreate(
         task=TaskSpec(
-            image=lang.image,
+            image=image,
             language=lang.name,
             files=files,
-            tests=TestSpec(
-                files=tests,
-                binary_files=binary,
-                command=command,
-                format=TestFormat.exit_code,
-                fetch=fetchable(request.fetch_files),
+            tests=(
+                TestSpec(format=TestFormat.cases, judge=judge, fetch=fetch)
+                if judge is not None
+                else TestSpec(
+                    files=tests,
+                    binary_files=binary,
+                    command=command,
+                    format=TestFormat.exit_code,
+                    fetch=fetch,
+                )
             ),
+            scoring=Scoring.partial,
             limits=Limits(
                 timeout_s=request.run_timeout,
-                compile_timeout_s=max(request.compile_timeout, MIN_TIMEOUT_S),
+                compile_timeout_s=max(compile_timeout, MIN_TIMEOUT_S),
                 memory_mb=min(max(memory, 32), 16_384),
                 output_bytes=output_bytes,
             ),
@@ -182,6 +244,61 @@ def fetchable(paths: list[str]) -> list[str]:
         except ValueError:
             continue
     return kept[:MAX_FETCH]
+
+
+def judge_of(request: RunCodeRequest) -> JudgeSpec | None:
+    if request.cases is None:
+        return None
+    return JudgeSpec(
+        cases=request.cases,
+        comparison=request.comparison,
+        abs_tolerance=request.abs_tolerance,
+        rel_tolerance=request.rel_tolerance,
+        checker=request.checker,
+        stack_mb=request.stack_limit_MB,
+    )
+
+
+_CASE_STATUS = {
+    CaseVerdict.time_limit: CommandRunStatus.TimeLimitExceeded,
+    CaseVerdict.memory_limit: CommandRunStatus.MemoryLimitExceeded,
+    CaseVerdict.output_limit: CommandRunStatus.OutputLimitExceeded,
+}
+
+
+def judged_response(
+    outcome: EpisodeResult, built: CommandRunResult | None, pod: str | None
+) -> RunCodeResponse:
+    """The answer to a request with `cases`: each case's verdict, their count and fraction."""
+    cases = [
+        CaseResult(
+            verdict=t.verdict or CaseVerdict.skipped,
+            execution_time=t.duration_s,
+            message=t.message,
+        )
+        for t in outcome.tests
+    ]
+    accepted = sum(c.verdict is CaseVerdict.accepted for c in cases)
+    failed = next((c for c in cases if c.verdict is not CaseVerdict.accepted), None)
+    run = CommandRunResult(
+        status=_CASE_STATUS.get(failed.verdict, CommandRunStatus.Finished)
+        if failed
+        else CommandRunStatus.Finished,
+        execution_time=sum(c.execution_time for c in cases),
+        stdout="",
+        stderr=outcome.reason if failed else "",
+    )
+    return RunCodeResponse(
+        status=RunStatus.Success if outcome.passed else RunStatus.Failed,
+        message="" if outcome.passed else outcome.reason,
+        compile_result=built,
+        run_result=run,
+        executor_pod_name=pod,
+        files=outcome.files,
+        cases=cases,
+        accepted=accepted,
+        score=accepted / max(len(cases), 1),
+    )
 
 
 def run_code_response(
@@ -225,6 +342,8 @@ def run_code_response(
         if compiled
         else None
     )
+    if outcome.tests and outcome.tests[0].verdict is not None:  # a request with `cases`
+        return judged_response(outcome, built, pod)
     time_s = outcome.timings.run_s
     if time_s is not None and compile_s is not None:
         time_s = max(time_s - compile_s, 0.0)
@@ -255,6 +374,8 @@ def run_code_response(
         stdout=outcome.stdout,
         stderr=outcome.stderr,
     )
+    if outcome.verdict is Verdict.oom:
+        run = run.model_copy(update={"status": CommandRunStatus.MemoryLimitExceeded})
     status = RunStatus.Success if code == 0 else RunStatus.Failed
     return RunCodeResponse(
         status=status,
@@ -266,17 +387,32 @@ def run_code_response(
     )
 
 
-async def run_code(resources: Resources, request: RunCodeRequest) -> RunCodeResponse:
-    """Run the program as an episode; SandboxFusion's answer, before verl's client gives up."""
+async def run_code(
+    resources: Resources,
+    request: RunCodeRequest,
+    *,
+    idempotency_key: str | None = None,
+    share_identical: bool = False,
+) -> RunCodeResponse:
+    """Run the program as an episode; SandboxFusion's answer, before verl's client gives up.
+    A call shares an earlier one's episode only under `service.idempotency`'s rules."""
+    why = languages.UNAVAILABLE.get(request.language)
+    if why is not None:
+        message = f"language {request.language!r} is not available on this deployment: {why}"
+        return RunCodeResponse(status=RunStatus.SandboxError, message=message)
     try:
-        episode: EpisodeCreate | Exception = run_code_episode(
-            request, HostMaxima.of(resources.settings)
+        episode: EpisodeCreate | Exception = keyed(
+            run_code_episode(request, HostMaxima.of(resources.settings)),
+            idempotency_key,
+            share_identical=share_identical,
         )
     except (UnsupportedRequest, ValueError) as exc:  # ValueError: pydantic refused a path
         return RunCodeResponse(status=RunStatus.SandboxError, message=str(exc))
-    deadline = (
+    judge = judge_of(request)
+    running = judge.run_seconds(request.run_timeout) if judge is not None else request.run_timeout
+    deadline = (  # what the client waits: its own compile_timeout, whatever ours is
         request.compile_timeout
-        + request.run_timeout
+        + running
         + SANDBOXFUSION_CLIENT_SLACK_S
         - SANDBOXFUSION_ANSWER_MARGIN_S
     )

@@ -13,6 +13,7 @@ from proctor.models import EpisodeCreate, EpisodeCreated, EpisodeResult, Episode
 from service import episodes
 from service.deps import Authenticated, ResourcesDep
 from service.errors import error_responses
+from service.idempotency import IdempotencyHeader, keyed, keyed_batch
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"], dependencies=[Authenticated])
 # the routes that queue episodes: `service.door` refuses them in front while the queue is full
@@ -68,8 +69,12 @@ def created_response(outcome: EpisodeResult | EpisodeCreated) -> JSONResponse:
     },
 )
 async def create_episode(
-    request: EpisodeCreate, resources: ResourcesDep, wait: WaitSeconds = 0
+    request: EpisodeCreate,
+    resources: ResourcesDep,
+    wait: WaitSeconds = 0,
+    idempotency_key: IdempotencyHeader = None,
 ) -> JSONResponse:
+    request = keyed(request, idempotency_key)
     return created_response(await episodes.create(resources, request, wait_s=wait))
 
 
@@ -81,9 +86,10 @@ async def create_episode(
     responses=error_responses(400, 401, 413, 422, 429, 503),
 )
 async def create_episodes(
-    batch: EpisodeBatchCreate, resources: ResourcesDep
+    batch: EpisodeBatchCreate, resources: ResourcesDep, idempotency_key: IdempotencyHeader = None
 ) -> EpisodeBatchCreated:
-    return EpisodeBatchCreated(ids=await episodes.create_batch(resources, batch.episodes))
+    requests = keyed_batch(batch.episodes, idempotency_key)
+    return EpisodeBatchCreated(ids=await episodes.create_batch(resources, requests))
 
 
 @router.post(

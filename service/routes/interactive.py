@@ -6,14 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body
 
-from proctor.models import Action, EpisodeResult, StepResult
+from proctor.models import EpisodeResult, InteractiveAction, StepResult
 from service import interactive
 from service.deps import Authenticated, ResourcesDep
 from service.errors import error_responses
 
 router = APIRouter(prefix="/v1/episodes", tags=["interactive"], dependencies=[Authenticated])
 
-ActionBody = Annotated[Action, Body()]
+ActionBody = Annotated[InteractiveAction, Body()]
 
 
 # the worker's own refusals (404, 409, 503) and failures (500) are relayed as they are

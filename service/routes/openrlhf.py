@@ -3,7 +3,8 @@
     --remote_rm_url http://proctor:8000/openrlhf/reward
 
 Always 200, the answer within `deadline_s` (OpenRLHF's client gives up after 180 s); the
-translation is `service.adapters.openrlhf`.
+translation is `service.adapters.openrlhf`. A retry of a call (the same body, or the same
+`Idempotency-Key`) gets the same episodes; equal queries within a call run apart.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from service.adapters import openrlhf
 from service.adapters.openrlhf import RewardRequest, RewardResponse
 from service.deps import AdapterAuthenticated, ResourcesDep
 from service.errors import error_responses
+from service.idempotency import IdempotencyHeader, ShareIdentical
 
 router = APIRouter(tags=["openrlhf"], dependencies=[AdapterAuthenticated])
 
@@ -39,9 +41,19 @@ DeadlineSeconds = Annotated[
     responses=ADAPTER_ERRORS,
 )
 async def reward(
-    request: RewardRequest, resources: ResourcesDep, deadline_s: DeadlineSeconds = 170.0
+    request: RewardRequest,
+    resources: ResourcesDep,
+    deadline_s: DeadlineSeconds = 170.0,
+    idempotency_key: IdempotencyHeader = None,
+    share_identical: ShareIdentical = False,
 ) -> Any:
-    return await openrlhf.reward(resources, request, deadline_s)
+    return await openrlhf.reward(
+        resources,
+        request,
+        deadline_s,
+        idempotency_key=idempotency_key,
+        share_identical=share_identical,
+    )
 
 
 @router.post(
@@ -51,7 +63,17 @@ async def reward(
     responses=ADAPTER_ERRORS,
 )
 async def get_reward(
-    request: RewardRequest, resources: ResourcesDep, deadline_s: DeadlineSeconds = 170.0
+    request: RewardRequest,
+    resources: ResourcesDep,
+    deadline_s: DeadlineSeconds = 170.0,
+    idempotency_key: IdempotencyHeader = None,
+    share_identical: ShareIdentical = False,
 ) -> Any:
     """The path OpenRLHF's own reward server serves, for configs written against it."""
-    return await openrlhf.reward(resources, request, deadline_s)
+    return await openrlhf.reward(
+        resources,
+        request,
+        deadline_s,
+        idempotency_key=idempotency_key,
+        share_identical=share_identical,
+    )

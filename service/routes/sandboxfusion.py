@@ -13,6 +13,7 @@ from service.adapters.jupyter import RunJupyterRequest, RunJupyterResponse
 from service.adapters.sandboxfusion import RunCodeRequest, RunCodeResponse
 from service.deps import AdapterAuthenticated, ResourcesDep
 from service.errors import error_responses
+from service.idempotency import IdempotencyHeader, ShareIdentical
 
 router = APIRouter(tags=["sandboxfusion"])
 
@@ -24,8 +25,18 @@ router = APIRouter(tags=["sandboxfusion"])
     dependencies=[AdapterAuthenticated],
     responses=error_responses(400, 401, 413, 422, 503),
 )
-async def run_code(request: RunCodeRequest, resources: ResourcesDep) -> RunCodeResponse:
-    return await sandboxfusion.run_code(resources, request)
+async def run_code(
+    request: RunCodeRequest,
+    resources: ResourcesDep,
+    idempotency_key: IdempotencyHeader = None,
+    share_identical: ShareIdentical = False,
+) -> RunCodeResponse:
+    """Every call is a run of its own (SandboxFusion's behaviour: two equal programs, two
+    runs), unless it carries an `Idempotency-Key` a retry repeats, or the URL asks for
+    content dedup (`?share_identical=true`)."""
+    return await sandboxfusion.run_code(
+        resources, request, idempotency_key=idempotency_key, share_identical=share_identical
+    )
 
 
 @router.post(

@@ -24,7 +24,7 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from anticheat.rules.registry import RULES
-from core.store import LATENCY_BUCKETS
+from core import latency
 from proctor.models import Decision, EpisodeMode, EvidenceSource, Verdict
 from service.catalog import Catalog, EpisodeFilter, InvalidFilter
 from service.deps import ResourcesDep
@@ -155,13 +155,7 @@ def _catalog(resources: ResourcesDep) -> Catalog:
 
 
 def _histogram_quantile(raw: Mapping[str, float], q: float) -> float | None:
-    count = raw.get("count", 0.0)
-    if not count:
-        return None
-    for le in LATENCY_BUCKETS:
-        if raw.get(f"le={le}", 0.0) >= q * count:
-            return le
-    return LATENCY_BUCKETS[-1]
+    return latency.quantile(latency.counts(raw), int(raw.get("count", 0)), q)
 
 
 @router.get("", response_class=HTMLResponse)

@@ -112,6 +112,18 @@ def test_openrlhf_posts_get_a_reward_for_every_query(http: httpx.Client) -> None
     assert "no task catalog" in body["proctor"][0]["error"]
 
 
+def test_openrlhf_equal_queries_run_apart_and_a_retried_call_runs_once(
+    http: httpx.Client,
+) -> None:
+    query = PROMPT + fenced(ADD_RIGHT + f"# {time.time_ns()}\n") + "<|im_end|>"
+    payload = {"query": [query, query], "prompts": [PROMPT, PROMPT], "labels": [ADD, ADD]}
+    first = http.post("/openrlhf/reward", json=payload).json()
+    ids = [d["episode_id"] for d in first["proctor"]]
+    assert first["rewards"] == [1.0, 1.0] and len(set(ids)) == 2  # two samples, two runs
+    retry = http.post("/openrlhf/reward", json=payload).json()  # OpenRLHF's retry: same body
+    assert [d["episode_id"] for d in retry["proctor"]] == ids
+
+
 def test_openrlhf_gets_its_answer_before_its_deadline(http: httpx.Client) -> None:
     payload = {"query": [fenced("while True:\n    pass\n")], "prompts": [""], "labels": [ADD]}
     started = time.monotonic()

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from core import keys
-from service.queueing import MAX_SHUT_S
+from core.defaults import MAX_SHUT_S
 from tests.conftest import (
     claimed_database,
     running_api,
@@ -130,8 +130,36 @@ def test_batch_with_one_bad_episode_queues_nothing(http: httpx.Client, redis_url
     assert queued(redis_url) == before
 
 
-def test_identical_requests_share_one_episode(http: httpx.Client) -> None:
-    body = episode("def add(a, b):\n    return a + b  # dedup\n")
+def test_identical_requests_without_a_key_are_two_runs(http: httpx.Client) -> None:
+    # two samples that happen to be equal are two samples: each its own sandbox and run
+    body = episode("def add(a, b):\n    return a + b  # two samples\n")
+    first = http.post("/v1/episodes", json=body).json()["id"]
+    second = http.post("/v1/episodes", params={"wait": 60}, json=body).json()
+    assert second["id"] != first and second["reward"] == 1.0
+    assert http.get(f"/v1/episodes/{first}", params={"wait": 60}).json()["reward"] == 1.0
+
+
+def test_a_retry_with_the_same_key_is_one_run(http: httpx.Client) -> None:
+    body = episode("def add(a, b):\n    return a + b  # retried\n")
+    key = {"Idempotency-Key": f"call-{time.time_ns()}"}
+    first = http.post("/v1/episodes", json=body, headers=key).json()["id"]
+    retry = http.post("/v1/episodes", params={"wait": 60}, json=body, headers=key).json()
+    assert retry["id"] == first and retry["reward"] == 1.0
+    # the key in the body is the same key
+    in_body = {**body, "idempotency_key": key["Idempotency-Key"]}
+    assert http.post("/v1/episodes", json=in_body).json()["id"] == first
+    # the same key on a different request is not that request's answer: a run of its own
+    other = {**body, "metadata": {"sample": "2"}}
+    assert http.post("/v1/episodes", json=other, headers=key).json()["id"] != first
+    # a batch's key names the call: its equal episodes run apart, its retry gets them back
+    batch = {"episodes": [body, body]}
+    ids = http.post("/v1/episodes/batch", json=batch, headers=key).json()["ids"]
+    assert len(set(ids)) == 2 and first not in ids
+    assert http.post("/v1/episodes/batch", json=batch, headers=key).json()["ids"] == ids
+
+
+def test_identical_requests_that_ask_for_it_share_one_episode(http: httpx.Client) -> None:
+    body = {**episode("def add(a, b):\n    return a + b  # dedup\n"), "share_identical": True}
     first = http.post("/v1/episodes", json=body).json()["id"]
     retry = http.post("/v1/episodes", params={"wait": 60}, json=body).json()
     assert retry["id"] == first and retry["reward"] == 1.0

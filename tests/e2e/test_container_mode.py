@@ -23,6 +23,10 @@ from tests.e2e.test_assert_grading import (  # noqa: F401
     test_ending_the_run_before_the_last_assertion_fails,
     test_stdin_stdout_cases,
 )
+from tests.e2e.test_compile_cache import (  # noqa: F401
+    test_a_program_that_replaces_itself_does_not_poison_the_next_episode,
+    test_identical_code_compiles_once_and_each_case_reuses_it,
+)
 from tests.e2e.test_grading import (  # noqa: F401
     ADD,
     test_correct_solution_earns_reward_one,
@@ -66,8 +70,7 @@ from tests.e2e.test_resource_exhaustion import (  # noqa: F401
 
 @pytest.fixture(scope="module")
 def service_url(docker_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    # a Redis database of its own: the session's service would take these episodes (and
-    # share identical requests' results)
+    # a Redis database of its own: the session's service would take these episodes
     log = tmp_path_factory.mktemp("container") / "service.log"
     with (
         claimed_database() as redis_url,

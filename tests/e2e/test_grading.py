@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.e2e.helpers import episode, run
+from tests.e2e.helpers import TEST_ADD, episode, run
 
 ADD = "def add(a, b):\n    return a + b\n"
 
@@ -206,3 +206,25 @@ def test_episodes_run_pooled_unless_the_task_asks_for_a_container(http: httpx.Cl
     body["task"]["isolation"] = "container"
     own = run(http, body)
     assert (own["verdict"], own["sandbox"]["isolation"]) == ("passed", "container")
+
+
+CLASS_TESTS = """\
+from solution import add
+
+
+class TestAdd:
+    def test_small(self):
+        assert add(1, 2) == 3
+"""
+
+
+def test_a_failed_comparison_reads_as_the_tests_wrote_it(http: httpx.Client) -> None:
+    """Split grading (plain test functions) and pytest in the solution's process (a test
+    class) both show the test's own `==`, never the grader's trusted comparison."""
+    wrong = "def add(a, b):\n    return a - b\n"
+    for tests in (TEST_ADD, CLASS_TESTS):
+        result = run(http, episode(wrong, tests=tests))
+        assert result["verdict"] == "failed"
+        (failed,) = [t for t in result["tests"] if t["outcome"] == "failed"]
+        message = failed["message"]
+        assert "proctor" not in message and "== 3" in message and "add(1, 2)" in message

@@ -315,6 +315,47 @@ def test_an_honest_lookalike_earns_its_reward(http: httpx.Client, lookalike: str
     )
 
 
+SKIPS = {
+    "pytest": "import pytest\n\n\ndef solve(a, b):\n    pytest.skip('not on this platform')\n",
+    "unittest": "import unittest\n\n\ndef solve(a, b):\n    raise unittest.SkipTest('no network')\n",
+}
+
+
+@pytest.mark.parametrize("fmt", ["pytest", "pytest-inprocess"])
+@pytest.mark.parametrize("raiser", sorted(SKIPS))
+def test_a_skip_raised_by_the_solution_is_no_pass(
+    http: httpx.Client, raiser: str, fmt: str
+) -> None:
+    """The tests that call it skipped, the others passed: pytest's report says all passed.
+    A skip raised by the code under test fails its test instead, in both paths."""
+    value = answer()
+    tests = HIDDEN[fmt](value) + (
+        "\n\ndef test_the_data():\n    assert len(EXPECTED) == 16\n"
+        if fmt == "pytest"
+        else "\n    def test_the_data(self):\n        assert len(EXPECTED) == 16\n"
+    )
+    result = run(http, body(SKIPS[raiser], tests, fmt))
+    assert (result["verdict"], result["reward"]) == ("failed", 0.0), result["reason"]
+
+
+def test_a_test_that_skips_itself_is_still_a_skip(http: httpx.Client) -> None:
+    """The tests' own skips (a marker, a skip in a test's body, from a helper in the tests'
+    directory) stay skips in the in-process path: only a skip from the solution fails."""
+    tests = (
+        "import sys, pytest\nfrom solution import solve\n\n"
+        "class TestSolve:\n"
+        "    def test_solve(self):\n"
+        "        assert solve(1, 2) == '1-2'\n\n"
+        "    @pytest.mark.skipif(sys.platform != 'nowhere', reason='elsewhere')\n"
+        "    def test_marked(self):\n"
+        "        assert False\n\n"
+        "    def test_skips_in_its_body(self):\n"
+        "        pytest.skip('not today')\n"
+    )
+    result = run(http, body(LOOKALIKES["reads-its-own-data-file"], tests, "pytest"))
+    assert (result["verdict"], result["reward"]) == ("passed", 1.0), result["reason"]
+
+
 def test_no_episode_finds_an_earlier_ones_tests_in_its_memory(http: httpx.Client) -> None:
     """Episodes one after another (in pooled mode, served by the same few sandboxes): each
     scans its own memory for any earlier episode's expected value, which its own tests

@@ -306,3 +306,23 @@ def test_verl_retries_a_gateway_timeout_and_gets_the_answer(flaky_gateway: _Flak
     assert result is True
     assert flaky_gateway.requests == 2
     assert client.sleeps == [1.0]
+
+
+def test_two_equal_programs_are_two_runs_and_a_keyed_retry_is_one(
+    http: httpx.Client,
+) -> None:
+    # SandboxFusion runs every call: two equal samples are two measurements
+    body = {"code": "import os\nprint(os.urandom(8).hex())\n", "language": "python"}
+    first, second = (http.post("/run_code", json=body).json() for _ in range(2))
+    assert first["status"] == second["status"] == "Success"
+    assert first["run_result"]["stdout"] != second["run_result"]["stdout"]
+    # a retry that sends its call's key gets that call's run back
+    key = {"Idempotency-Key": f"run-code-{time.time_ns()}"}
+    keyed, retried = (http.post("/run_code", json=body, headers=key).json() for _ in range(2))
+    assert keyed["run_result"]["stdout"] == retried["run_result"]["stdout"]
+    # and content dedup, asked for in the URL, as before
+    shared = [
+        http.post("/run_code", params={"share_identical": "true"}, json=body).json()
+        for _ in range(2)
+    ]
+    assert shared[0]["run_result"]["stdout"] == shared[1]["run_result"]["stdout"]

@@ -1,4 +1,4 @@
-"""Concurrent submissions: identical requests share one episode, and the bound holds.
+"""Concurrent submissions: retries with one key share one episode, and the bound holds.
 
 An API alone (no worker) so that nothing leaves the queue while the clients race.
 """
@@ -45,30 +45,37 @@ def jobs_queued(client: redis.Redis) -> int:
     return int(Queue(QUEUE_NAME, connection=client).count)
 
 
-def test_identical_requests_sent_at_once_share_one_episode(
+def test_retries_sent_at_once_share_one_episode(
     lone_api: tuple[str, redis.Redis],
 ) -> None:
     url, client = lone_api
     body = episode("def add(a, b):\n    return a + b\n")
+    key = {"Idempotency-Key": "one-call"}
 
     def post(_: int) -> str:
-        response = httpx.post(f"{url}/v1/episodes", json=body, timeout=60)
+        response = httpx.post(f"{url}/v1/episodes", json=body, headers=key, timeout=60)
         assert response.status_code == 202, response.text
         episode_id: str = response.json()["id"]
         return episode_id
 
     with ThreadPoolExecutor(20) as pool:
         ids = list(pool.map(post, range(20)))
-    assert len(set(ids)) == 1, f"{len(set(ids))} episodes for 20 identical requests"
+    assert len(set(ids)) == 1, f"{len(set(ids))} episodes for 20 retries of one call"
     assert (episodes_stored(client), jobs_queued(client)) == (1, 1)
 
-    other = episode("def add(a, b):\n    return b + a\n")
+    # content dedup, asked for: a batch of 20 equal episodes is one
+    other = {**episode("def add(a, b):\n    return b + a\n"), "share_identical": True}
     response = httpx.post(f"{url}/v1/episodes/batch", json={"episodes": [other] * 20}, timeout=60)
     assert response.status_code == 202, response.text
     batch_ids = response.json()["ids"]
     assert len(batch_ids) == 20 and len(set(batch_ids)) == 1
     assert batch_ids[0] not in ids
     assert (episodes_stored(client), jobs_queued(client)) == (2, 2)
+
+    # and without a key or the ask, 5 equal episodes are 5 samples
+    response = httpx.post(f"{url}/v1/episodes/batch", json={"episodes": [body] * 5}, timeout=60)
+    assert len(set(response.json()["ids"])) == 5
+    assert (episodes_stored(client), jobs_queued(client)) == (7, 7)
 
 
 def test_concurrent_clients_never_overshoot_the_queue_bound(

@@ -45,7 +45,7 @@ QUEUE_KEY = "rq:queue:proctor"
 def add_episode(n: int, *, sleep_s: float = 0.0) -> dict[str, Any]:
     """A correct a+b solution and one assert: reward 1.0 unless our infrastructure fails.
 
-    `n` makes every request distinct (identical requests would share one episode);
+    `n` makes every request distinct (a retry sends an idempotency key);
     `sleep_s` keeps the episode running long enough to be hit by a fault.
     """
     lines = ["import time", "from solution import add", "", "", "def test_add():"]

@@ -1,11 +1,12 @@
 """The API restarted while clients hold requests open for results: clients retry as
-trainers do (the same request again; identical content shares one episode), and every
+trainers do (the same request again, with the same idempotency key: one episode), and every
 one of them gets its result — the episodes never depended on the API process."""
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -24,9 +25,11 @@ GRACE_S = 5.0
 
 
 def trainer(url: str, body: dict[str, Any], deadline: float, out: dict[str, Any]) -> None:
-    """POST and wait; on a dropped connection or a 5xx, back off and POST the same again."""
+    """POST and wait; on a dropped connection or a 5xx, back off and POST the same again
+    (the same key: a retry of this call, not another sample)."""
     attempts = 0
-    with httpx.Client(base_url=url, timeout=60) as http:
+    key = {"Idempotency-Key": uuid.uuid4().hex}
+    with httpx.Client(base_url=url, timeout=60, headers=key) as http:
         while time.monotonic() < deadline:
             attempts += 1
             try:

@@ -37,8 +37,10 @@ def sections() -> dict[str, dict[str, str]]:
 
 
 def table(prefix: str) -> dict[str, str]:
-    (rows,) = [rows for heading, rows in sections().items() if heading.startswith(prefix)]
-    return rows
+    """The rows of the sections whose heading starts with `prefix` (one or several)."""
+    found = [rows for heading, rows in sections().items() if heading.startswith(prefix)]
+    assert found, f"no section starts with {prefix!r}"
+    return {k: v for rows in found for k, v in rows.items()}
 
 
 def literal(cell: str) -> str | None:

@@ -39,10 +39,12 @@ The grader's files that are alike in every episode (bootstrap, plugin, defences)
 files (`protocol.share`): a pooled sandbox is given them once, not with every episode.
 
 A task in a compiled language (`task.language`, `core.languages`) compiles in its own run
-just before the tests, after the seal, within `limits.compile_timeout_s` and the output
-cap like any run. When it failed, its result is the one scored (`compile_error`); the test
-run after it finds nothing to run and fails at once (it is not skipped, so a grader that
-reads only the tests' result still scores the code 0, never our failure).
+just before the tests, after the seal, within `limits.compile_timeout_s` of its own time
+(`compile_step`) and the output cap like any run; a compile that reads only its source runs
+before the tests' text files are written (`TESTS_AFTER_COMPILE`). When it failed, its result
+is the one scored (`compile_error`); the test run after it finds nothing to run and fails at
+once (it is not skipped, so a grader that reads only the tests' result still scores the code
+0, never our failure).
 """
 
 from __future__ import annotations
@@ -59,10 +61,12 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from core.defaults import COMPILE_WALL_FACTOR, COMPILE_WALL_SLACK_S
 from core.languages import LANGUAGES
 from proctor.models import NewProtectedFiles, TaskSpec, TestFormat
 from workers.evaluation import marker
 from workers.evaluation.fetch import fetch_op
+from workers.evaluation.judging import judged_run
 from workers.evaluation.seal import (
     DEFENCES_NAME,
     defences_bytecode,
@@ -134,6 +138,9 @@ CONFIG_FILES = frozenset(
         "pyproject.toml",
     }
 )
+# languages whose compile reads only its named source (and the binary files: jars): their
+# tests' text files are written after it (`_sealed_run`)
+TESTS_AFTER_COMPILE = frozenset({"cpp", "c", "rust", "go", "java"})
 REPORT_NAME = "report.xml"
 EVERY_NAME = "*"  # a scrub's names match by suffix when they start with `*`: this is every file
 
@@ -222,6 +229,8 @@ def _grading_plan(
     restore: Mapping[str, str | bytes],
     split: bool,
 ) -> GradingPlan:
+    if task.tests.format is TestFormat.cases:
+        return _judge_plan(task, keep=keep, restore=restore)
     shape = split_shape(task) if split else None
     if shape is not None:
         return _split_plan(task, shape, keep=keep, restore=restore)
@@ -286,6 +295,25 @@ def _grading_plan(
     return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s, compile=compile_run)
 
 
+def _judge_plan(
+    task: TaskSpec, *, keep: set[str], restore: Mapping[str, str | bytes]
+) -> GradingPlan:
+    """Code-contest judging (`judging.py`): sealed as any run, compiled once, every case."""
+    grader = f"/tmp/.grader-{secrets.token_hex(8)}"
+    env = {"HOME": f"{grader}/home", "LANG": "C.UTF-8"}
+    run = judged_run(
+        task,
+        sealing(task, keep=keep, restore=restore),
+        grader=grader,
+        env=env,
+        compiled=compile_step(task, env),
+        checker_dir=f"/tmp/.checker-{secrets.token_hex(8)}",
+    )
+    return GradingPlan(
+        ops=run.ops, test=run.test, timeout_s=run.test.timeout_s, compile=run.compile
+    )
+
+
 def hidden_tests(task: TaskSpec) -> list[str]:
     """The hidden test files pytest rewrites (`test_*.py`, `*_test.py`, `conftest.py`), as
     sandbox paths: in-process, the grader plugin reads them and empties them on disk before
@@ -300,14 +328,20 @@ def hidden_tests(task: TaskSpec) -> list[str]:
 
 
 def compile_step(task: TaskSpec, env: dict[str, str]) -> Run | None:
-    """The compile run of a task in a compiled language, limited like any run."""
+    """The compile run of a task in a compiled language. Its limit counts the compiler's own
+    time: it is stopped once it has both run and spent CPU for `compile_timeout_s`, so the
+    time a busy host kept it waiting (for a core, for a cold disk) is not held against the
+    code; a compile that waits on nothing is stopped at a multiple of it (docs/isolation.md,
+    *Compile time*)."""
     lang = LANGUAGES.get(task.language or "")
     if lang is None or lang.compile is None:
         return None
+    limit = task.limits.compile_timeout_s
     return Run(
         command=lang.compile,
         env={"HOME": env["HOME"], "LANG": "C.UTF-8"},
-        timeout_s=task.limits.compile_timeout_s,
+        timeout_s=limit * COMPILE_WALL_FACTOR + COMPILE_WALL_SLACK_S,
+        cpu_limit_s=limit,
         output_bytes=task.limits.output_bytes,
     )
 
@@ -474,12 +508,17 @@ def _sealed_run(
     """Kill, scrub and restore, write the tests and the private grader directory (its
     per-run files, and `shared`: those alike in every episode), run."""
     ops = sealing(task, keep=keep, restore=restore)
+    # a compile that reads only the code runs before the tests' text files are in: what it
+    # saw is the code's (the compile cache's key), whatever stdin a case brings
+    after = compile_run is not None and task.language in TESTS_AFTER_COMPILE
+    tests = Write(files={} if after else task.tests.files, binary=task.tests.binary_files)
     ops += [
-        Write(files=task.tests.files, binary=task.tests.binary_files),
+        tests,
         MakeDir(path=grader),
         MakeDir(path=f"{grader}/home"),
         Write(root=grader, files=grader_files, shared=shared),
         *([compile_run] if compile_run is not None else []),
+        *([Write(files=task.tests.files)] if after and task.tests.files else []),
         test,
         KillAll(),
     ]

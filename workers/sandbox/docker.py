@@ -4,10 +4,15 @@ Errors (all infrastructure — never the code under test's fault):
 
     SandboxError
     ├── DockerUnavailable   the engine does not answer
-    ├── ImageMissing        the image is not on this host (we never pull at run time)
+    ├── ImageMissing        the image is not on this host (names are never pulled)
+    ├── PullFailed          the registry or the engine failed a task image's pull, or it
+    │                       outlasted its bound (`pull`)
     ├── ProtectionMissing   the engine would run a sandbox without a required protection
     └── ExecStreamBroken    an exec's stream broke: the engine's fault, unless the process
                             in the sandbox died early (`Sandbox` asks the engine which)
+
+ImageNotInRegistry (not a SandboxError: the task's fault) says the registry answered that
+a task image reference does not exist.
 
 Containers are made with `create` + `start` (never `run`, which silently pulls), exec'd into
 over a raw socket so stdin can be streamed in and a deadline enforced while reading
@@ -28,11 +33,13 @@ from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, BinaryIO
 
 import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+
+from workers.sandbox import untrusted
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +51,7 @@ DEPLOYMENT_LABEL = "org.proctor.deployment"
 FRAME_HEADER = struct.Struct(">BxxxL")
 SANDBOX_HOME = "/home/sandbox"
 WORKSPACE = "/workspace"
+OWN_MOUNTS = (WORKSPACE, SANDBOX_HOME, "/tmp")
 API_TIMEOUT_S = 60
 STATS_TRIES = 2  # a sandbox that stopped under the stats read is read again (`usage`)
 # where the engine puts a container's memory cgroup, seen from the host: cgroup v1 with
@@ -140,6 +148,14 @@ class ProtectionMissing(SandboxError):
     pass
 
 
+class PullFailed(SandboxError):
+    pass
+
+
+class ImageNotInRegistry(Exception):
+    """The registry says a task image reference does not exist: the task's fault, not ours."""
+
+
 class NetworkGone(SandboxError):
     """A spare sandbox network or network holder was removed meanwhile (pruned by another
     worker, or stopped by an engine restart)."""
@@ -147,6 +163,11 @@ class NetworkGone(SandboxError):
 
 class ExecStreamBroken(SandboxError):
     pass
+
+
+class PathTooLarge(SandboxError):
+    """A path read out of an image is over the size asked for (the task's, not ours:
+    `workers/repos.py` says so in the episode's result)."""
 
 
 class ContainerStopped(SandboxError):
@@ -172,6 +193,9 @@ class SandboxSpec:
     server: bool = False
     # a long-lived sandbox whose server serves many episodes (a server's, then)
     pooled: bool = False
+    # a path of the image the sandbox covers with an empty tmpfs of its own: a repository
+    # baked there, whose unsealed history must not be readable (workers/repos.py)
+    cover: str | None = None
 
     @property
     def served(self) -> bool:
@@ -265,6 +289,15 @@ def _wrap(exc: Exception, what: str) -> SandboxError:
     return SandboxError(f"{what}: {exc}")
 
 
+def _not_in_registry(exc: APIError) -> bool:
+    """Whether a pull's error is the registry saying the image does not exist (a 404, or
+    the same said in the pull's stream), rather than the registry or engine failing."""
+    if exc.status_code == 404:
+        return True
+    text = str(exc.explanation or exc).lower()
+    return "manifest unknown" in text or "name unknown" in text
+
+
 def _exec_failed(exc: Exception, container_id: str) -> SandboxError:
     what = f"exec in {container_id[:12]}"
     # 409 when the exec is created in a stopped container; 500 when it stopped (its init
@@ -288,7 +321,13 @@ class Engine:
     """One per process: a Docker client plus the calls sandboxes need."""
 
     def __init__(
-        self, *, worker: str, host: str, deployment: str, base_url: str | None = None
+        self,
+        *,
+        worker: str,
+        host: str,
+        deployment: str,
+        base_url: str | None = None,
+        holder_image: str | None = None,
     ) -> None:
         try:
             if base_url:
@@ -301,7 +340,12 @@ class Engine:
         self.worker = worker
         self.host = host
         self.deployment = deployment
+        # What network holders are made from: one of the deployment's own images, never a
+        # task's (a holder outlives its sandbox and serves the next ones, of any image).
+        # None: the sandbox's image (a deployment that serves only its own images).
+        self.holder_image = holder_image
         self._digests: dict[str, str] = {}
+        self._configs: dict[str, dict[str, Any]] = {}  # image → its `Config` (`untrusted`)
         self._lock = threading.Lock()
         self._isolation: dict[str, Isolation] = {}  # see `isolate`
         self._own_networks: dict[str, str] = {}  # sandbox container id → its own network
@@ -336,6 +380,7 @@ class Engine:
         except ImageNotFound:
             with self._lock:
                 self._digests.pop(image, None)
+                self._configs.pop(image, None)
             return f"the image {image} is not on this Docker engine"
         except (DockerException, requests.exceptions.RequestException) as exc:
             return str(_wrap(exc, f"inspect image {image}"))
@@ -356,6 +401,141 @@ class Engine:
         with self._lock:
             self._digests[image] = digest
         return digest
+
+    def read_path(self, image: str, path: str, into: BinaryIO, *, max_bytes: int) -> bool:
+        """Write a tar of `path` in `image` to `into`, read from a container that is created
+        and never started (nothing of the image runs); False when the image has no such
+        path. Over `max_bytes`: PathTooLarge."""
+        try:
+            created = self.api.create_container(
+                image,
+                command=["/proctor-never-started"],
+                entrypoint=[],
+                labels={
+                    MANAGED_LABEL: "1",
+                    WORKER_LABEL: self.worker,
+                    HOST_LABEL: self.host,
+                    DEPLOYMENT_LABEL: self.deployment,
+                },
+                network_disabled=True,
+            )
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"create a reader of {image}") from exc
+        container_id = str(created["Id"])
+        try:
+            stream, _ = self.api.get_archive(container_id, path)
+            written = 0
+            for chunk in stream:
+                written += len(chunk)
+                if written > max_bytes:
+                    raise PathTooLarge(f"{path} in {image} is over {max_bytes >> 20} MiB")
+                into.write(chunk)
+            return True
+        except NotFound:
+            return False
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"read {path} out of {image}") from exc
+        finally:
+            self._remove_container(container_id)
+
+    def image_info(self, image: str) -> dict[str, Any] | None:
+        """The engine's inspect of a local image; None when it is not on this host."""
+        try:
+            return dict(self.api.inspect_image(image))
+        except ImageNotFound:
+            return None
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"inspect image {image}") from exc
+
+    def _image_config(self, image: str) -> dict[str, Any] | None:
+        """The image's `Config` (kept: a name's content changes only by a pull, which
+        forgets it); None when the engine does not have the image (create says so)."""
+        with self._lock:
+            if image in self._configs:
+                return self._configs[image]
+        info = self.image_info(image)
+        config = dict(info.get("Config") or {}) if info else None
+        if config is not None:
+            with self._lock:
+                self._configs[image] = config
+        return config
+
+    def pull(self, image: str, *, timeout_s: float) -> None:
+        """Pull a task image with the engine's client auth config (~/.docker/config.json),
+        waiting at most `timeout_s`. docker-py's own `pull` waits forever (no read timeout),
+        so the request is made here with one; a pull cut short is dropped by the engine
+        when its request's connection closes."""
+        repository, tag = docker.utils.parse_repository_tag(image)
+        registry, _ = docker.auth.resolve_repository_name(repository)
+        headers = {}
+        header = docker.auth.get_config_header(self.api, registry)
+        if header:
+            headers["X-Registry-Auth"] = header
+        params = {"fromImage": repository, "tag": tag or "latest"}
+        outcome: list[BaseException | None] = []
+
+        def run() -> None:
+            try:
+                response = self.api._post(
+                    self.api._url("/images/create"),
+                    params=params,
+                    headers=headers,
+                    stream=True,
+                    timeout=timeout_s,
+                )
+                self.api._raise_for_status(response)
+                for message in self.api._stream_helper(response, decode=True):
+                    if isinstance(message, dict) and message.get("error"):
+                        raise APIError(str(message["error"]))
+                outcome.append(None)
+            except BaseException as exc:  # handed to the waiting thread
+                outcome.append(exc)
+
+        thread = threading.Thread(target=run, name=f"pull {image}", daemon=True)
+        thread.start()
+        thread.join(timeout_s)
+        with self._lock:
+            self._digests.pop(image, None)
+            self._configs.pop(image, None)
+        if not outcome:
+            raise PullFailed(f"pull {image}: no answer within {timeout_s:g} s")
+        exc = outcome[0]
+        if exc is None:
+            return
+        if isinstance(exc, APIError) and _not_in_registry(exc):
+            why = exc.explanation or exc
+            raise ImageNotInRegistry(f"the registry has no image {image}: {why}") from exc
+        if isinstance(exc, requests.exceptions.Timeout):
+            raise PullFailed(f"pull {image}: no answer within {timeout_s:g} s") from exc
+        if isinstance(exc, DockerException | requests.exceptions.RequestException):
+            wrapped = _wrap(exc, f"pull {image}")
+            raise PullFailed(str(wrapped)) from exc
+        raise exc
+
+    def remove_image(self, image: str) -> bool:
+        """Untag (and so free, if it was the last name) a local image; False when a
+        container still uses it or it is gone already."""
+        try:
+            self.api.remove_image(image, force=False, noprune=False)
+        except ImageNotFound:
+            return False
+        except APIError as exc:
+            if exc.status_code == 409:  # a container uses it
+                return False
+            raise _wrap(exc, f"remove image {image}") from exc
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, f"remove image {image}") from exc
+        with self._lock:
+            self._digests.pop(image, None)
+            self._configs.pop(image, None)
+        return True
+
+    def images_in_use(self) -> set[str]:
+        """The image ids of every container on this engine, running or not."""
+        try:
+            return {str(c["ImageID"]) for c in self.api.containers(all=True)}
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, "list containers") from exc
 
     # ------------------------------------------------------------------ containers
 
@@ -389,6 +569,8 @@ class Engine:
         memory_mb = spec.memory_mb + (POOLED_SERVER_MB if spec.served else 0)
         # exec: agents run scripts and compiled programs from their workspace
         tmpfs_opts = f"rw,exec,nosuid,nodev,size={spec.disk_mb}m"
+        mounted = (*OWN_MOUNTS, spec.cover) if spec.cover else OWN_MOUNTS
+        image = untrusted.overrides(self._image_config(spec.image), ours=mounted)
         holder, own_network, reused = None, "", False
         if self._joins_holder(spec):
             holder, reused = self._take_holder(spec, name, reuse=reuse)
@@ -417,6 +599,12 @@ class Engine:
                 "/tmp": f"{tmpfs_opts},mode=1777",
                 # SandboxFusion's image has a world-writable /mnt its tests write to
                 "/mnt": f"{tmpfs_opts},mode=1777",
+                **(
+                    {spec.cover: f"rw,nosuid,nodev,size=16m,uid={uid},gid={gid or uid},mode=0755"}
+                    if spec.cover
+                    else {}
+                ),
+                **image.tmpfs,
             },
             ulimits=[docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
@@ -429,10 +617,14 @@ class Engine:
             DEPLOYMENT_LABEL: self.deployment,
             **(labels or {}),
         }
+        argv = main or ["sleep", "infinity"]
         try:
             created = self.api.create_container(
                 spec.image,
-                command=main or ["sleep", "infinity"],
+                # the entrypoint, not the command: an image's own entrypoint never runs
+                entrypoint=argv[:1],
+                command=argv[1:],
+                healthcheck=untrusted.NO_HEALTHCHECK,
                 # The idle keeper runs as root without capabilities, so the sandbox user
                 # (who runs every exec) cannot kill it and take the container down with
                 # `kill -1`; nothing of the code under test ever runs as root.
@@ -441,8 +633,9 @@ class Engine:
                 name=name,
                 hostname=None if holder else "sandbox",  # a holder's: it has the holder's
                 working_dir=WORKSPACE,
-                labels=all_labels,
+                labels={**image.labels, **all_labels},
                 environment={
+                    **image.environment,
                     "HOME": SANDBOX_HOME,
                     "LANG": "C.UTF-8",
                     "PYTHONDONTWRITEBYTECODE": "1",
@@ -651,8 +844,9 @@ class Engine:
         holder_id, ip = "", None
         try:
             created = self.api.create_container(
-                spec.image,
-                command=["sleep", "infinity"],
+                self.holder_image or spec.image,
+                entrypoint=["sleep"],
+                command=["infinity"],
                 user="0:0",  # out of reach of the sandbox user, in a pid namespace of its own
                 name=name,
                 hostname="sandbox",
@@ -1026,6 +1220,24 @@ class Engine:
             self._remove_sandbox_network(str(network["Id"]), peers=peers)
             removed += 1
         return removed
+
+    def remove_deployment(self, services: Iterable[str] = ()) -> int:
+        """Remove this deployment's containers on this engine, the named `services` (its
+        honeypot), then its networks no other container is on: at its last worker's stop.
+        How many containers went."""
+        containers = [str(c["Id"]) for c in self.managed_containers()]
+        for container in [*containers, *services]:
+            self._remove_container(container)
+        try:
+            listed = self.api.networks(filters={"label": f"{DEPLOYMENT_LABEL}={self.deployment}"})
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            raise _wrap(exc, "list networks") from exc
+        for network in listed:
+            # another deployment's honeypot on a network ours made keeps it
+            with suppress(NotFound, APIError, DockerException):
+                if not self.api.inspect_network(network["Id"]).get("Containers"):
+                    self.api.remove_network(network["Id"])
+        return len(containers)
 
     def ensure_service(
         self,

@@ -2,8 +2,10 @@
 
 Pools are keyed by the full sandbox spec (image, limits, network, isolation): a sandbox is
 made for exactly one spec. A pool is created the first time its spec is asked for, refilled
-in the background after every take, and drained when unused for a while, so a run with
-unusual limits does not keep sandboxes around forever.
+in the background after every take to what recent demand for the spec needs, and trimmed
+back to that as demand falls (workers/sandbox/demand.py), so a run with unusual limits does
+not keep sandboxes around; a worker process's pools together stay within its share of the
+host's ceiling.
 
 `StartedPool` is that mechanism; `WarmPool` holds fresh containers, each used once, and
 `pooled.RunnerPool` holds pooled sandboxes, each serving many episodes.
@@ -16,10 +18,11 @@ import threading
 import time
 import uuid
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
 from core.defaults import POOL_IDLE_DRAIN_S
+from workers.sandbox.demand import Budget, Demand
 from workers.sandbox.docker import POOL_LABEL, Container, Engine, SandboxError, SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -28,19 +31,32 @@ T = TypeVar("T")
 
 
 class StartedPool(Generic[T]):
-    """Up to `size` idle started sandboxes per spec, made by `_start`, ended by `_remove`."""
+    """Idle started sandboxes per spec, as many as its recent demand needs (at most `size`),
+    made by `_start`, ended by `_remove`; `budget` (shared by a process's pools) bounds
+    them all, `floor` is kept for the prewarmed specs."""
 
     what = "sandbox"  # for the log
 
-    def __init__(self, engine: Engine, *, size: int, threads: int = 2) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        size: int,
+        threads: int = 2,
+        budget: Budget | None = None,
+        floor: int = 1,
+    ) -> None:
         self.engine = engine
         self.size = size
+        self.budget = budget or Budget(ceiling=1 << 30)
+        self.demand = Demand(floor=floor)
         self._idle: dict[SandboxSpec, deque[T]] = {}
         self._pending: dict[SandboxSpec, int] = {}
         self._last_used: dict[SandboxSpec, float] = {}
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pool")
         self._closed = False
+        self._starts: set[Future[None]] = set()
 
     def _start(self, spec: SandboxSpec) -> T:
         raise NotImplementedError
@@ -50,20 +66,28 @@ class StartedPool(Generic[T]):
 
     def _take(self, spec: SandboxSpec) -> T | None:
         """An idle one for `spec` (None when there is none), and a refill started."""
+        self.demand.took(spec)
         with self._lock:
             self._last_used[spec] = time.monotonic()
             idle = self._idle.get(spec)
             item = idle.popleft() if idle else None
+        if item is not None:
+            self.budget.release()
         self._refill(spec)
         return item
 
-    def _keep(self, spec: SandboxSpec, item: T) -> bool:
-        """Make `item` idle again; False (and nothing done) once the pool is closed."""
+    def _keep(self, spec: SandboxSpec, item: T, *, counted: bool = False) -> bool:
+        """Make `item` idle again; False (and nothing done) once the pool is closed, or when
+        the process's budget is full. `counted`: the budget holds it already (it was
+        reserved when it was started)."""
+        if not counted and not self.budget.reserve():
+            return False
         with self._lock:
-            if self._closed:
-                return False
-            self._idle.setdefault(spec, deque()).append(item)
-            return True
+            if not self._closed:
+                self._idle.setdefault(spec, deque()).append(item)
+                return True
+        self.budget.release()
+        return False
 
     def _discard(self, item: T) -> None:
         """Remove one without holding up the caller."""
@@ -73,18 +97,26 @@ class StartedPool(Generic[T]):
             self._executor.submit(self._remove, item)
 
     def prewarm(self, spec: SandboxSpec) -> None:
+        """Keep the floor of `spec` started, asked for or not."""
+        self.demand.keep_floor(spec)
         with self._lock:
             self._last_used[spec] = time.monotonic()
         self._refill(spec)
 
     def drain_idle(self, idle_s: float = POOL_IDLE_DRAIN_S) -> int:
-        """Remove the idle ones of specs nobody asked for in `idle_s`; how many went."""
+        """Remove the idle ones past what their spec's recent demand needs, and all of the
+        specs nobody asked for in `idle_s`; how many went."""
         now = time.monotonic()
+        drained: list[T] = []
         with self._lock:
             stale = [s for s, t in self._last_used.items() if now - t > idle_s]
-            drained = [item for s in stale for item in self._idle.pop(s, ())]
             for spec in stale:
+                drained += self._idle.pop(spec, ())
                 self._last_used.pop(spec, None)
+            for spec, idle in self._idle.items():
+                surplus = len(idle) - self.demand.target(spec, self.size)
+                drained += [idle.popleft() for _ in range(max(surplus, 0))]
+        self.budget.release(len(drained))
         for item in drained:
             self._discard(item)
         return len(drained)
@@ -94,29 +126,42 @@ class StartedPool(Generic[T]):
             self._closed = True
             idle = [item for queue in self._idle.values() for item in queue]
             self._idle.clear()
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        self.budget.release(len(idle))
+        # starts not begun are cancelled; removals handed to the threads still run (cancelled,
+        # their containers would outlive the worker)
+        for future in list(self._starts):
+            future.cancel()
+        self._executor.shutdown(wait=True)
         for item in idle:
             self._remove(item)
 
     def _refill(self, spec: SandboxSpec) -> None:
         if self.size <= 0 or self._closed:
             return
+        target = self.demand.target(spec, self.size)
         with self._lock:
-            missing = self.size - len(self._idle.get(spec, ())) - self._pending.get(spec, 0)
-            self._pending[spec] = self._pending.get(spec, 0) + max(missing, 0)
+            missing = target - len(self._idle.get(spec, ())) - self._pending.get(spec, 0)
+            missing = sum(1 for _ in range(max(missing, 0)) if self.budget.reserve())
+            self._pending[spec] = self._pending.get(spec, 0) + missing
         for _ in range(missing):
-            self._executor.submit(self._make, spec)
+            future = self._executor.submit(self._make, spec)
+            self._starts.add(future)
+            future.add_done_callback(self._starts.discard)
 
     def _make(self, spec: SandboxSpec) -> None:
+        started = time.monotonic()
         try:
             item = self._start(spec)
         except SandboxError as exc:
+            self.budget.release()
             log.warning("%s pool: could not start one from %s: %s", self.what, spec.image, exc)
             return
         finally:
             with self._lock:
                 self._pending[spec] -= 1
-        if not self._keep(spec, item):
+        self.demand.started(time.monotonic() - started)
+        if not self._keep(spec, item, counted=True):
+            self.budget.release()
             self._remove(item)
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
+from workers.sandbox.demand import Budget
 from workers.sandbox.docker import (
     FRAME_HEADER,
     POOL_LABEL,
@@ -318,8 +319,17 @@ class RunnerPool(StartedPool[PooledRunner]):
 
     what = "pooled"
 
-    def __init__(self, engine: Engine, *, episodes: int, size: int = 1, threads: int = 2) -> None:
-        super().__init__(engine, size=size, threads=threads)
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        episodes: int,
+        size: int = 1,
+        threads: int = 2,
+        budget: Budget | None = None,
+        floor: int = 1,
+    ) -> None:
+        super().__init__(engine, size=size, threads=threads, budget=budget, floor=floor)
         self.episodes = episodes
 
     def acquire(self, spec: SandboxSpec, *, episode_id: str) -> tuple[PooledSandbox, bool]:

@@ -151,6 +151,7 @@ class RunResult(Result):
     oom_killed: bool = False
     started_at: float = 0.0  # the runner's monotonic clock
     report: str | None = None  # the JUnit report the command wrote, when one was asked for
+    cpu_s: float | None = None  # CPU time (user + system) of its processes, when measured
 
 
 class KillAllResult(Result):
@@ -240,6 +241,7 @@ class Write(Op[WriteResult]):
     binary: dict[str, str] = {}  # path -> base64
     shared: dict[str, str] = {}  # path -> the name of a shared file (`share`)
     root: str = WORKSPACE
+    executable: list[str] = []  # paths written with mode 0755 (a cached compile's program)
 
 
 class Remove(Op[RemoveResult]):
@@ -277,6 +279,13 @@ class Run(Op[RunResult]):
     # tests, {"files", "binary", "shape"}, go to a grader process of a uid of its own; the
     # solution runs in another, as the episode; `report` is then the grader's record
     split: dict[str, Any] | None = None
+    # a compile: stopped only once it has run `cpu_limit_s` of wall clock *and* spent as much
+    # CPU time (its processes' user + system), or at `timeout_s` (a backstop for a process
+    # that waits on nothing): the time a busy host made it wait is not its own
+    cpu_limit_s: float | None = None
+    # code-contest judging (`assets/judge.py`): `command` runs once per case of this spec;
+    # `report` is then the judge's record
+    judge: dict[str, Any] | None = None
 
 
 class KillAll(Op[KillAllResult]):

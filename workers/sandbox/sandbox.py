@@ -61,7 +61,11 @@ ASSETS = Path(__file__).with_name("assets")
 def runner_source(entry: str = "launch(main)") -> bytes:
     """The protocol's source, then the runner's, then `entry`: one script, sharing the
     definitions (the pooled server's entry is its own source, `assets/pool_server.py`)."""
-    parts = [Path(protocol.__file__).read_bytes(), (ASSETS / "runner.py").read_bytes()]
+    parts = [
+        Path(protocol.__file__).read_bytes(),
+        (ASSETS / "runner.py").read_bytes(),
+        (ASSETS / "judge.py").read_bytes(),  # `Run.judge`
+    ]
     return b"\n\n".join([*parts, entry.encode()]) + b"\n"
 
 

@@ -132,6 +132,45 @@ _LOCATORS = frozenset(
 )
 
 
+# a test framework's skip, raised from code: the test that called it is skipped, not failed
+SKIP_RAISERS = frozenset(
+    {
+        "pytest.skip",
+        "pytest.xfail",
+        "pytest.skip.Exception",
+        "_pytest.outcomes.skip",
+        "_pytest.outcomes.Skipped",
+        "unittest.SkipTest",
+        "unittest.case.SkipTest",
+        "nose.SkipTest",
+    }
+)
+# the clock a test reads (timeouts, durations, dates): replaced, the test sees another time
+CLOCK_NAMES = {
+    "time": frozenset(
+        [
+            "time",
+            "time_ns",
+            "monotonic",
+            "monotonic_ns",
+            "perf_counter",
+            "perf_counter_ns",
+            "process_time",
+            "sleep",
+            "gmtime",
+            "localtime",
+        ]
+    ),
+    "datetime": frozenset({"datetime", "date"}),
+    "datetime.datetime": frozenset({"now", "utcnow", "today"}),
+    "datetime.date": frozenset({"today"}),
+}
+
+
+def is_clock(module: object, attr: object) -> bool:
+    return isinstance(module, str) and attr in CLOCK_NAMES.get(module, ())
+
+
 class _Analyzer(CallEffects):
     def __init__(self, facts: PyFacts, level: int) -> None:
         self.f = facts
@@ -368,6 +407,19 @@ class _Analyzer(CallEffects):
             self.calls_from.setdefault(fn, set()).add(name)
         elif fn is None and name in self.func_exits:
             self.calls_from.setdefault("<module>" if not guarded else "<main>", set()).add(name)
+        if name in SKIP_RAISERS:
+            self.f.raised_skips.append(f"`{how}` skips the test that called it")
+        elif (
+            name in ("setattr", "unittest.mock.patch.object", "mock.patch.object")
+            and (len(node.args) >= 2 and is_clock(self.resolve(node.args[0]), fold(node.args[1])))
+        ) or (
+            name in ("unittest.mock.patch", "mock.patch", "freezegun.freeze_time")
+            and (
+                name == "freezegun.freeze_time"
+                or (node.args and is_clock(*str(fold(node.args[0])).rpartition(".")[::2]))
+            )
+        ):
+            self.f.clock_patches.append(f"replaces the clock: {how}")
         if name in EXITS:
             self.exit_call(name, node.args, fn, guarded, how)
         elif name == "os.fork" or (name.endswith(("Process().start", "Popen")) and loop):
@@ -531,7 +583,9 @@ class _Analyzer(CallEffects):
                     )
             elif isinstance(t, ast.Attribute):
                 base = self.resolve(t.value)
-                if base and is_runner(base, t.attr):
+                if is_clock(base, t.attr):
+                    self.f.clock_patches.append(f"replaces {base}.{t.attr}")
+                elif base and is_runner(base, t.attr):
                     self.f.runner_patches.append(f"overrides {base}.{t.attr}")
                 elif base in ("sys", "threading") and t.attr == "excepthook":
                     self.f.runner_patches.append(f"replaces {base}.excepthook")

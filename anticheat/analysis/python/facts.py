@@ -38,6 +38,8 @@ class PyFacts:
     busy_loops: list[str] = field(default_factory=list)
     trivial_tests: list[str] = field(default_factory=list)
     skips: list[str] = field(default_factory=list)
+    raised_skips: list[str] = field(default_factory=list)  # a test framework's skip, raised
+    clock_patches: list[str] = field(default_factory=list)  # time.time & co. replaced
     urls: list[str] = field(default_factory=list)  # address-like string constants
     reads_stdin: bool = False
     tests_defined: int = 0

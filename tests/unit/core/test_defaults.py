@@ -22,3 +22,13 @@ def test_the_default_is_the_named_constant(name: str, monkeypatch: pytest.Monkey
     constant = getattr(defaults, name.upper())
     real = getattr(Settings(), name)
     assert real == (dict(constant) if name == "images" else constant)
+
+
+def test_the_judges_defaults_are_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`JudgeSettings`' own defaults (tests and tools make one directly) are the named
+    constants, as the `Settings` it is read from in a worker."""
+    from anticheat.judge.settings import JudgeSettings
+
+    for name in Settings.model_fields:
+        monkeypatch.delenv(f"PROCTOR_{name.upper()}", raising=False)
+    assert JudgeSettings() == JudgeSettings.from_settings(Settings())

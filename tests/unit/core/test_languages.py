@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from core import defaults
-from core.languages import LANGUAGES, UnknownLanguage, language, names, source_for
+from core.languages import (
+    LANGUAGES,
+    UNAVAILABLE,
+    UnknownLanguage,
+    language,
+    names,
+    source_for,
+)
 from proctor.imagebuild.builder import DEFAULT_TARGETS, IMAGES, LANGUAGE_IMAGES
 from proctor.models import LANGUAGE_NAMES, TaskSpec, TestSpec
 
@@ -36,8 +43,12 @@ def test_the_names_trainers_send_are_known() -> None:
 
 def test_compiled_languages_compile_and_interpreted_ones_do_not() -> None:
     compiled = {name for name, lang in LANGUAGES.items() if lang.compiled}
-    # TypeScript runs under tsx, as SandboxFusion runs it: no compile step
-    assert compiled == {"cpp", "c", "java", "junit", "go", "go_test", "rust"}
+    # SandboxFusion's split: its C#, Kotlin and jest build in the run, TypeScript runs under
+    # tsx with no compile step
+    assert compiled == {
+        *("cpp", "c", "java", "junit", "go", "go_test", "rust"),
+        *("scala", "verilog", "D_ut"),
+    }
     for lang in LANGUAGES.values():
         # the compile step leaves what the run command starts in the workspace
         if lang.compiled and lang.run.startswith("./"):
@@ -52,6 +63,19 @@ def test_every_image_a_language_needs_is_allowlisted_and_built() -> None:
     assert {image for image, _ in LANGUAGE_IMAGES.values()} == {
         ref for name, ref in defaults.LANGUAGE_IMAGES.items()
     }
+
+
+def test_every_language_sandboxfusion_names_runs_or_says_why_not() -> None:
+    # SandboxFusion's `Language` literal (sandbox/runners/types.py)
+    sandboxfusion = {
+        *("python", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash"),
+        *("typescript", "sql", "rust", "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala"),
+        *("julia", "pytest", "junit", "kotlin_script", "jest", "verilog", "python_gpu"),
+        *("lean", "swift", "racket"),
+    }
+    assert sandboxfusion <= set(names()) | set(UNAVAILABLE)
+    assert not set(names()) & set(UNAVAILABLE)
+    assert all(UNAVAILABLE.values())
 
 
 def test_an_unknown_language_names_the_known_ones() -> None:

@@ -3,10 +3,12 @@ the dataset reader; and the store writing exactly one row per terminal result (r
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow.parquet as pq  # the server's extra: a missing pyarrow fails, never skips
 import pytest
 import redis
 
@@ -161,8 +163,6 @@ def test_the_store_writes_one_row_per_terminal_result(
 
 
 def test_rows_read_back_as_parquet_with_one_schema(tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
-    import io
 
     from proctor.dataset import parquet_chunks
 

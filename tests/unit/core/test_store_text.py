@@ -36,6 +36,7 @@ def test_lone_surrogates_are_stored_as_replacement_characters() -> None:
         "outcome": "failed",
         "duration_s": 0.0,
         "message": "\ufffd\ufffd",
+        "verdict": None,
     }
 
 

@@ -1,8 +1,10 @@
 """The compile step of the grading phase: its own run, after the seal, before the tests,
-within the task's compile limit and output cap; a failed one scores `compile_error`."""
+within the task's compile limit (the compiler's own time) and output cap; a failed one
+scores `compile_error`."""
 
 from __future__ import annotations
 
+from core.defaults import COMPILE_WALL_FACTOR, COMPILE_WALL_SLACK_S
 from proctor.models import Limits, TaskSpec, TestFormat, TestSpec, Verdict
 from workers.evaluation.grading import grading_plan
 from workers.results import compile_failed, score_compile
@@ -25,13 +27,29 @@ def test_a_compiled_language_compiles_in_its_own_checked_run_before_the_tests() 
     assert plan.compile is not None
     ops = plan.ops
     at = ops.index(plan.compile)
-    assert ops[at + 1] is plan.test  # straight before the tests, after the seal
-    assert any(isinstance(op, KillAll) for op in ops[:at])
-    assert any(isinstance(op, Write) and "in.txt" in op.files for op in ops[:at])
+    assert any(isinstance(op, KillAll) for op in ops[:at])  # after the seal
+    # a compile that reads only its source sees no test file: those come straight after it
+    assert not any(isinstance(op, Write) and "in.txt" in op.files for op in ops[:at])
+    assert isinstance(ops[at + 1], Write) and ops[at + 1].files == {"in.txt": "1\n"}
+    assert ops[at + 2] is plan.test
     assert plan.compile.command.startswith("g++ ")
-    assert (plan.compile.timeout_s, plan.compile.output_bytes) == (7, 4096)
+    # the limit counts the compiler's own time (CPU and wall both over it); the wall clock
+    # alone stops it only at a multiple of it
+    assert plan.compile.cpu_limit_s == 7
+    assert plan.compile.timeout_s == 7 * COMPILE_WALL_FACTOR + COMPILE_WALL_SLACK_S
+    assert plan.compile.output_bytes == 4096
     assert not plan.compile.check  # the test run still runs: it fails, it never breaks
     assert plan.test.timeout_s == 2
+
+
+def test_a_compile_that_builds_the_tests_has_them_in_the_workspace() -> None:
+    spec = task("go_test").model_copy(
+        update={"tests": TestSpec(files={"x_test.go": "package main\n"})}
+    )
+    plan = grading_plan(spec, keep=set(), restore={})
+    assert plan.compile is not None
+    at = plan.ops.index(plan.compile)
+    assert any(isinstance(op, Write) and "x_test.go" in op.files for op in plan.ops[:at])
 
 
 def test_interpreted_and_unset_languages_have_no_compile_step() -> None:

@@ -36,6 +36,8 @@ class FakeProctor:
         self.overloaded_times = 0
         self.running_rounds = 0  # results requests answered "still running"
         self.expired: set[str] = set()  # episodes whose result is gone
+        self.lost_answers = 0  # batches taken whose answer the connection then loses
+        self.keyed: dict[str, str] = {}  # idempotency key -> episode, as the service keeps
         self.transport = httpx.MockTransport(self.handle)
 
     def handle(self, request: httpx.Request) -> httpx.Response:
@@ -51,7 +53,11 @@ class FakeProctor:
             episodes = [EpisodeCreate.model_validate(e) for e in body["episodes"]]
             if any(e.task.image in self.refuse_images for e in episodes):
                 return httpx.Response(422, json={"error": {"message": "unknown image"}})
-            return httpx.Response(202, json={"ids": [self._add(e) for e in episodes]})
+            ids = [self._add(e) for e in episodes]
+            if self.lost_answers > 0:
+                self.lost_answers -= 1
+                raise httpx.ReadError("the connection was lost after the batch was taken")
+            return httpx.Response(202, json={"ids": ids})
         if request.method == "POST" and path == "/v1/episodes/results":
             ids = body["ids"]
             known = [i for i in ids if i in self.episodes and i not in self.expired]
@@ -85,8 +91,13 @@ class FakeProctor:
         return httpx.Response(404)
 
     def _add(self, episode: EpisodeCreate) -> str:
+        key = episode.idempotency_key
+        if key is not None and key in self.keyed:
+            return self.keyed[key]
         episode_id = f"ep_{len(self.episodes)}"
         self.episodes[episode_id] = episode
+        if key is not None:
+            self.keyed[key] = episode_id
         return episode_id
 
     def result(self, episode_id: str) -> EpisodeResult:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from proctor.client import ApiError, AsyncClient, Client, Unavailable
+from proctor.integrations import codetasks
 from proctor.integrations.codetasks import (
     CASES_FILE,
     SOLUTION_PATH,
@@ -292,6 +293,20 @@ def test_run_episodes_submits_one_batch_and_reads_the_results_at_once(fake: Fake
         results = run_episodes(client, episodes, timeout_s=10)
     assert [getattr(r, "reward", "err") for r in results] == [1.0, 0.0, None]
     assert [p for m, p in fake.requests] == ["/v1/episodes/batch", "/v1/episodes/results"]
+
+
+def test_equal_samples_are_keyed_apart_and_a_resend_reuses_the_keys(
+    fake: FakeProctor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(codetasks, "RESEND_AFTER_S", 0.0)
+    fake.lost_answers = 1  # the service took the batch; its answer never came
+    episodes = [episode_for({"inputs": ["1"], "outputs": ["1"]}, "RIGHT")] * 2
+    with Client("http://proctor", transport=fake.transport) as client:
+        results = run_episodes(client, episodes, timeout_s=10)
+    assert [getattr(r, "reward", "err") for r in results] == [1.0, 1.0]
+    # two samples, two episodes; the resend was the same call, not two more
+    assert len(fake.episodes) == 2 and len({r.id for r in results if hasattr(r, "id")}) == 2
+    assert [p for _, p in fake.requests].count("/v1/episodes/batch") == 2
 
 
 def test_episodes_still_running_are_asked_for_again(fake: FakeProctor) -> None:

@@ -96,7 +96,7 @@ def result(verdict: Verdict, **fields: Any) -> EpisodeResult:
     [
         (result(Verdict.passed, exit_code=0), "Success", "Finished", 0),
         (result(Verdict.failed, exit_code=1), "Failed", "Finished", 1),
-        (result(Verdict.oom, exit_code=137), "Failed", "Finished", 137),
+        (result(Verdict.oom, exit_code=137), "Failed", "MemoryLimitExceeded", 137),
         (result(Verdict.timeout, exit_code=None), "Failed", "TimeLimitExceeded", None),
         (result(Verdict.cheat, exit_code=0), "Failed", "Finished", 1),
     ],

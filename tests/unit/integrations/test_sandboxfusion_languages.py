@@ -27,6 +27,17 @@ def test_a_cpp_request_is_an_episode_of_the_cpp_image_with_a_compile_step() -> N
     assert (task.limits.compile_timeout_s, task.limits.timeout_s) == (7, 2)
 
 
+@pytest.mark.parametrize("language", ["go_test", "typescript"])
+def test_a_language_sandboxfusion_runs_without_a_compile_step_gets_its_run_timeout(
+    language: str,
+) -> None:
+    # SandboxFusion runs `go test` and `tsx` within run_timeout alone
+    request = RunCodeRequest(code="x", language=language, compile_timeout=1, run_timeout=20)
+    assert run_code_episode(request).task.limits.compile_timeout_s == 20
+    go = RunCodeRequest(code="x", language="go", compile_timeout=1, run_timeout=20)
+    assert run_code_episode(go).task.limits.compile_timeout_s == 1
+
+
 @pytest.mark.parametrize(
     ("language", "image", "source"),
     [
@@ -36,6 +47,16 @@ def test_a_cpp_request_is_an_episode_of_the_cpp_image_with_a_compile_step() -> N
         ("typescript", "node", "main.ts"),
         ("rust", "rust", "main.rs"),
         ("c", "cpp", "main.c"),
+        ("csharp", "mono", "Program.cs"),
+        ("kotlin_script", "jvm", "main.kts"),
+        ("scala", "jvm", "main.scala"),
+        ("ruby", "script", "main.rb"),
+        ("sql", "script", "main.sql"),
+        ("verilog", "script", "main.sv"),
+        ("R", "r", "main.R"),
+        ("racket", "racket", "main.rkt"),
+        ("D_ut", "d", "main.d"),
+        ("jest", "jest", "main.test.ts"),
     ],
 )
 def test_each_language_runs_in_its_family_image(language: str, image: str, source: str) -> None:
@@ -47,6 +68,12 @@ def test_each_language_runs_in_its_family_image(language: str, image: str, sourc
 def test_an_unknown_language_is_a_validation_error_naming_the_known_ones() -> None:
     with pytest.raises(ValidationError, match=r"'cobol' is not supported.*cpp"):
         RunCodeRequest(code="x", language="cobol")
+
+
+@pytest.mark.parametrize("language", ["julia", "swift", "lean", "cuda", "python_gpu"])
+def test_sandboxfusion_languages_that_cannot_run_here_are_not_refused(language: str) -> None:
+    # SandboxFusion's own names: `run_code` answers them with a SandboxError saying why
+    assert RunCodeRequest(code="x", language=language).language == language
 
 
 def test_binary_files_go_with_the_tests_and_text_files_into_the_workspace() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 
+import pyarrow.parquet as pq  # the server's extra: a missing pyarrow fails, never skips
 import pytest
 import redis
 
@@ -98,8 +100,6 @@ def test_filters_that_do_not_parse_say_which(query: dict[str, object], says: str
 def test_a_parquet_export_holds_every_row(
     redis_client: redis.Redis, stored: dict[str, Verdict]
 ) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
-    import io
 
     query = export.parse_query(format="parquet", verdicts=["passed"])
     body = b"".join(export.stream(redis_client, query, ttl_s=TTL_S, page=4))

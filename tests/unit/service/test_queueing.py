@@ -11,10 +11,11 @@ import pytest
 import redis
 
 from core import keys
+from core.defaults import COMPILE_WALL_FACTOR, COMPILE_WALL_SLACK_S, JOB_OVERHEAD_S
 from core.store import EpisodeStore
 from proctor.models import EpisodeCreate
 from service.errors import Overloaded
-from service.queueing import EpisodeQueue
+from service.queueing import EpisodeQueue, job_timeout_s
 
 REQUEST = EpisodeCreate.model_validate(
     {
@@ -69,7 +70,7 @@ def test_a_batch_refused_for_its_size_leaves_the_door_open(
 ) -> None:
     quiet_redis.hset(keys.PACE, "gap", "0.01")  # a single one would wait 0.31 s
     with pytest.raises(Overloaded):
-        # 1.1 s for the last of 80 different ones (identical ones would share one episode)
+        # 1.1 s for the last of 80 different ones
         queue.submit([REQUEST.model_copy(update={"metadata": {"n": str(n)}}) for n in range(80)])
     queue.check_open()
 
@@ -126,3 +127,22 @@ async def test_requests_past_the_intake_lanes_wait_and_are_refused_if_the_door_s
     assert "over its bound" in refused.value.message
     await asyncio.sleep(0.1)
     await asyncio.wait_for(one_lane.enter(), 1)  # the door open again, and the lane free
+
+
+def test_a_jobs_time_covers_a_compile_at_its_wall_clock_bound() -> None:
+    # a compile is stopped by the wall clock only at COMPILE_WALL_FACTOR times its limit:
+    # the job must outlast that, or RQ ends an honest compile on a busy host as our failure
+    compiled = EpisodeCreate.model_validate(
+        {
+            "task": {
+                "image": "cpp",
+                "language": "cpp",
+                "tests": {"format": "exit_code"},
+                "limits": {"timeout_s": 10, "compile_timeout_s": 60},
+            },
+            "solution": {"files": {"main.cpp": "int main(){}"}},
+        }
+    )
+    bound = 60 * COMPILE_WALL_FACTOR + COMPILE_WALL_SLACK_S
+    assert job_timeout_s(compiled) == int(10 + bound + JOB_OVERHEAD_S)
+    assert job_timeout_s(REQUEST) == int(REQUEST.task.limits.timeout_s + JOB_OVERHEAD_S)

@@ -472,6 +472,49 @@ def rewrite_compares(tree: ast.Module, module: str | None = None) -> ast.Module:
     return tree
 
 
+def explain_as_comparison(rewriter: Any) -> None:
+    """Make pytest's assertion rewriter explain `@proctor_eq(a, b)` as the `a == b` it was:
+    a failure then reads `assert 3 == 4` (with pytest's diff of the two values), not the
+    wrapper. The comparison is still the trusted one: the rewriter's own `a == b` is
+    replaced by the call; where that cannot be done (another pytest's rewriter), the call
+    is explained as a call, as before."""
+    original = rewriter.visit_Call
+
+    def visit_Call(self: Any, call: ast.Call) -> Any:
+        func = call.func
+        if not (
+            isinstance(func, ast.Name)
+            and func.id == EQ_NAME
+            and len(call.args) == 2
+            and not call.keywords
+        ):
+            return original(self, call)
+        statements = self.statements
+        mark = len(statements)
+        compare = ast.Compare(left=call.args[0], ops=[ast.Eq()], comparators=[call.args[1]])
+        result = self.visit_Compare(ast.copy_location(compare, call))
+        # the operands' statements come first, then the comparison's own `x = l == r`
+        for statement in reversed(statements[mark:]):
+            value = getattr(statement, "value", None)
+            if (
+                isinstance(statement, ast.Assign)
+                and isinstance(value, ast.Compare)
+                and len(value.ops) == 1
+                and isinstance(value.ops[0], ast.Eq)
+            ):
+                trusted = ast.Call(
+                    func=ast.Name(id=EQ_NAME, ctx=ast.Load()),
+                    args=[value.left, value.comparators[0]],
+                    keywords=[],
+                )
+                statement.value = ast.copy_location(trusted, value)
+                return result
+        del statements[mark:]  # never an untrusted `==`: explained as the call it is
+        return original(self, call)
+
+    rewriter.visit_Call = visit_Call
+
+
 def checked_eq(left: Any, right: Any) -> Any:
     """`left == right`, failed when its truth rests on an equality the solution controls."""
     result = left == right

@@ -71,6 +71,8 @@ try:
     import hmac
     import json
     from importlib import metadata, util
+
+    import pytest
 finally:
     sys.path[:] = _SAVED_PATH
 
@@ -132,6 +134,7 @@ def _rewrite_compares(defences: Any) -> None:
         original(mod, source, module_path, config)
 
     rewrite.rewrite_asserts = rewrite_asserts
+    defences.explain_as_comparison(rewrite.AssertionRewriter)
 
 
 def _seal(
@@ -307,6 +310,56 @@ def pytest_addhooks(pluginmanager: Any) -> None:
                     pluginmanager.register(plugin, name=entry.name)
     finally:
         sys.path[:] = saved
+
+
+# where a skip raised while a test ran may come from: the tests (and what helps them)
+TEST_DIRECTORIES = frozenset({"tests", "test", "testing"})
+
+
+def _from_tests(path: str) -> bool:
+    """A file of the tests: a hidden test, a test module or conftest by name, or a file in
+    a tests directory."""
+    real = os.path.realpath(path)
+    name = os.path.basename(real)
+    return (
+        real in HIDDEN
+        or name == "conftest.py"
+        or (name.startswith("test") and name.endswith(".py"))
+        or name.endswith("_test.py")
+        or not TEST_DIRECTORIES.isdisjoint(real.split(os.sep))
+    )
+
+
+def _skip_origin(excinfo: Any) -> str | None:
+    """Where a skip was raised: the innermost frame in a file the sandbox user could have
+    written (pytest's `skip` and unittest's conversion are the image's own), or None."""
+    origin = None
+    tb = getattr(excinfo, "tb", None)
+    while tb is not None:
+        path = tb.tb_frame.f_code.co_filename
+        if not trusted(os.path.dirname(path) or "/"):
+            origin = f"{path}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return origin
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Any:
+    """A skip raised from the code under test (pytest's, unittest's, nose's) is a failure:
+    a solution that skips the tests calling it has not passed them. Taken from the
+    exception before pytest's own hooks convert it, since unittest's conversion re-raises
+    it from pytest's code."""
+    excinfo = call.excinfo
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "call" or not report.skipped or excinfo is None:
+        return
+    origin = _skip_origin(excinfo)
+    if origin is None or _from_tests(origin.rsplit(":", 1)[0]):
+        return
+    report.outcome = "failed"
+    reason = str(excinfo.value)[:500]
+    report.longrepr = f"a skip raised by the code under test ({origin}): {reason}"
 
 
 def pytest_runtest_logreport(report: Any) -> None:
