@@ -125,6 +125,23 @@ def test_fetch_files_come_back_and_mnt_is_the_episodes_own(service_url: str) -> 
         assert later["run_result"]["stdout"] == f"[] {attempt}\n", later
 
 
+def test_a_judged_request_answers_its_cases_and_its_fetch_files(service_url: str) -> None:
+    code = 'n = input()\nopen("/mnt/seen", "a").write(n)\nprint(n)\n'
+    answer = run_code(
+        service_url,
+        "python",
+        code,
+        run_timeout=10,
+        cases=[
+            {"stdin": "1\n", "expected_stdout": "1\n"},
+            {"stdin": "2\n", "expected_stdout": "3\n"},
+        ],
+        fetch_files=["/mnt/seen"],
+    )
+    assert (answer["accepted"], answer["score"]) == (1, 0.5), answer
+    assert base64.b64decode(answer["files"]["/mnt/seen"]) == b"12"
+
+
 def test_jupyter_cells_run_in_order_in_one_namespace(service_url: str) -> None:
     requests = {
         "print": {"cells": ["print(123)"]},

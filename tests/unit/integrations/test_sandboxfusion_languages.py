@@ -159,6 +159,18 @@ def test_fetch_files_are_read_back_after_the_run_and_others_answered_as_missing(
     assert episode.task.tests.fetch == ["a.txt", "/mnt/b", "/tmp/c/d"]
 
 
+def test_a_judged_request_reads_its_fetch_files_back_too() -> None:
+    request = RunCodeRequest.model_validate(
+        {
+            "code": "print(input())",
+            "cases": [{"stdin": "1\n", "expected_stdout": "1\n"}],
+            "fetch_files": ["out.txt"],
+        }
+    )
+    tests = run_code_episode(request).task.tests
+    assert (tests.judge is not None, tests.fetch) == (True, ["out.txt"])
+
+
 def test_a_fetched_file_is_in_the_answer_by_the_name_the_request_gave() -> None:
     result = EpisodeResult(
         id="e",
