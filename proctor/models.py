@@ -23,6 +23,7 @@ from proctor.judging import CaseVerdict, JudgeSpec
 
 __all__ = [
     "LANGUAGE_NAMES",
+    "MAX_FETCH",
     "MAX_FILES",
     "MAX_FILE_BYTES",
     "Action",
@@ -76,6 +77,9 @@ __all__ = [
 MAX_FILES = 2_000
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_PATH_CHARS = 512
+MAX_FETCH = 32  # files read back after the tests (`TestSpec.fetch`)
+# where a file read back may be: the workspace, and the scratch mounts an episode owns
+FETCH_ROOTS = ("/workspace/", "/mnt/", "/tmp/")
 
 
 class _Request(BaseModel):
@@ -100,6 +104,19 @@ def check_relative_path(path: str) -> str:
     if any(part == ".." for part in path.split("/")):
         raise ValueError(f"path {path!r} contains '..'")
     return normal
+
+
+def check_fetch_path(path: str) -> str:
+    """A file to read back after the run: relative to the workspace, or absolute under one
+    of FETCH_ROOTS; kept as given (the result names it so)."""
+    if path.startswith("/"):
+        normal = posixpath.normpath(path)
+        if not normal.startswith(FETCH_ROOTS) or any(p == ".." for p in path.split("/")):
+            raise ValueError(f"path {path!r} is not under {', '.join(FETCH_ROOTS)}")
+        check_relative_path(normal.lstrip("/"))
+        return path
+    check_relative_path(path)
+    return path
 
 
 def _check_files(files: dict[str, str]) -> dict[str, str]:
@@ -224,9 +241,21 @@ class TestSpec(_Request):
     pass_to_pass: list[str] = Field(
         default_factory=list, description="tests that must keep passing (SWE-bench PASS_TO_PASS)"
     )
+    fetch: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_FETCH,
+        description="files read back after the tests (relative to the workspace, or under "
+        "/workspace, /mnt or /tmp), returned base64 in the result's `files`; one that is "
+        "missing, not a regular file or over `limits.output_bytes` is left out",
+    )
     judge: JudgeSpec | None = Field(None, description="format `cases`: the cases and how to judge")
 
     _files = field_validator("files")(_check_files)
+
+    @field_validator("fetch")
+    @classmethod
+    def _check_fetch(cls, paths: list[str]) -> list[str]:
+        return [check_fetch_path(path) for path in paths]
 
     @field_validator("binary_files")
     @classmethod
@@ -773,6 +802,9 @@ class EpisodeResult(_Result):
     steps: list[Step] = Field(default_factory=list)
     step_rewards: list[float] = Field(default_factory=list)
     cheat: CheatReport = Field(default_factory=CheatReport)
+    files: dict[str, str] = Field(
+        default_factory=dict, description="the `tests.fetch` files read back: path → base64"
+    )
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: datetime | None = None
     finished_at: datetime | None = None

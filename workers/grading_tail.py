@@ -20,6 +20,7 @@ from redis.exceptions import RedisError
 from core import defaults
 from core.store import EpisodeRecord, EpisodeStore
 from proctor.models import EpisodeResult, Evidence, SandboxInfo, Step, Timings
+from workers.evaluation.fetch import fetched
 from workers.evaluation.grading import GradingPlan
 from workers.guard import added_evidence, apply_policy
 from workers.runtime import Runtime
@@ -76,7 +77,9 @@ def grade_reply(
         sandbox, since=since, sent=sent, steps=contacts_on, graded_at=graded_at
     )
     judged, judge_status = rt.guard.judge_trajectory(record, steps, trajectory)
-    return apply_policy(record, result, evidence + judged, judge_status)
+    final = apply_policy(record, result, evidence + judged, judge_status)
+    files = fetched(record.request.task, plan.fetch, reply)
+    return final.model_copy(update={"files": files}) if files else final
 
 
 def _scored(

@@ -44,8 +44,24 @@ JUDGE = "proctor/judge:latest"
 # target → (image, the Debian packages it adds to the Python sandbox).
 LANGUAGE_IMAGES = {
     "sandbox-cpp": ("proctor/sandbox-cpp:latest", ("g++", "gcc", "libc6-dev")),
-    "sandbox-java": ("proctor/sandbox-java:latest", ("openjdk-17-jdk-headless", "junit5")),
-    "sandbox-go": ("proctor/sandbox-go:latest", ("golang-go",)),
+    # javatuples: SandboxFusion's java runner puts it on the class path
+    "sandbox-java": (
+        "proctor/sandbox-java:latest",
+        ("openjdk-17-jdk-headless", "junit5", "libjavatuples-java"),
+    ),
+    # the Go libraries of SandboxFusion's go runtime that Debian packages as source (its
+    # tests import testify): on the GOPATH, so `go build`/`go test` never download
+    "sandbox-go": (
+        "proctor/sandbox-go:latest",
+        (
+            "golang-go",
+            "golang-github-stretchr-testify-dev",
+            "golang-gopkg-yaml.v2-dev",
+            "golang-gopkg-yaml.v3-dev",
+            "golang-github-sirupsen-logrus-dev",
+            "golang-go.uber-atomic-dev",
+        ),
+    ),
     "sandbox-node": ("proctor/sandbox-node:latest", ("nodejs", "node-typescript")),
     "sandbox-rust": ("proctor/sandbox-rust:latest", ("rustc",)),
     # SandboxFusion's other languages, few families so that builds stay short
@@ -71,6 +87,20 @@ LANGUAGE_IMAGES = {
     "sandbox-racket": ("proctor/sandbox-racket:latest", ("racket",)),
     "sandbox-d": ("proctor/sandbox-d:latest", ("ldc", "gcc", "libc6-dev")),  # ldc links with cc
     "sandbox-jest": ("proctor/sandbox-jest:latest", ()),
+}
+# target → npm packages, pinned, installed by the host's npm (proctor/imagebuild/npm.py):
+# tsx runs TypeScript as SandboxFusion does (esbuild: types stripped, ES module interop);
+# the rest are the libraries of SandboxFusion's node runtime that programs import (its jest,
+# jsdom and puppeteer serve other runners)
+NPM_PACKAGES = {
+    "sandbox-node": (
+        "tsx@4.7.1",
+        "lodash@4.17.21",
+        "js-md5@0.7.3",
+        "seedrandom@3.0.5",
+        "random-seed@0.3.0",
+        "commander@12.1.0",
+    ),
 }
 # what a family's image has beyond its Debian packages (part of its recipe)
 EXTRAS = {"cpp": (f"testlib.h {headers.TESTLIB_SHA256}",)}
@@ -261,6 +291,7 @@ class Builder:
         Debian packages and npm packages, smoke-tested."""
         config = self.config
         image, packages = LANGUAGE_IMAGES[target]
+        node_packages = NPM_PACKAGES.get(target, ())
         family = target.removeprefix("sandbox-")
         on_family = LANGUAGE_BASES.get(target)
         wanted_base = LANGUAGE_IMAGES[on_family][0] if on_family else config.language_base_image
@@ -277,6 +308,7 @@ class Builder:
                 (config.images_dir / smoke).read_bytes(),
                 *(path.read_bytes() for path in npm_manifest),
                 recipes.lines(wanted_base, *packages, *EXTRAS.get(family, ())),
+                *([recipes.lines(*node_packages)] if node_packages else []),
             ]
         )
         if on_family:
@@ -300,6 +332,10 @@ class Builder:
             if family == "cpp":  # installed into /usr/local/include by the Dockerfile
                 headers.testlib(config, dest / "include")
             context.append((f".wheels/debs/{family}", ".debs"))
+            count = npm.install_global(config, config.wheels_dir / "npm" / family, node_packages)
+            if node_packages:
+                logger.info("%s: %d npm packages for %s", image, count, " ".join(node_packages))
+            context.append((f".wheels/npm/{family}", ".npm"))
         self.docker_build(
             image,
             f"sandbox-lang/{dockerfile.name}",

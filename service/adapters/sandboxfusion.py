@@ -26,8 +26,12 @@ The code runs as a one-shot episode (the worker screens it with the rule filter 
 solution) in its language's image, with `task.language` set so a compiled language compiles
 in its own step (`workers.evaluation.grading`), whose test command is the program, graded by
 exit code, within the time verl's client waits (`service.adapters.deadline`). `files` are
-base64: text ones go into the workspace with the task, others (binary) with the tests. The
-routes are `service.routes.sandboxfusion`.
+base64: text ones go into the workspace with the task, others (binary) with the tests.
+`fetch_files` are read back after the run (`TestSpec.fetch`) and answered in `files`, base64,
+by the names the request gave: relative to the workspace, or absolute under /workspace, /mnt
+(writable, as in SandboxFusion's image, and emptied with the episode) or /tmp. One that is
+missing, not a regular file, over the output limit or elsewhere is left out, as SandboxFusion
+leaves out what it does not find. The routes are `service.routes.sandboxfusion`.
 
 Proctor's extension, code-contest judging (`proctor.judging`): a request with `cases`
 (`[{stdin, expected_stdout}]`) runs the program once per case in one sandbox, compiled once,
@@ -59,6 +63,7 @@ from core.limits import HostMaxima
 from proctor.judging import CaseVerdict, Checker, Comparison, JudgeSpec, StdioCase
 from proctor.models import (
     JUDGED_OUTPUT_BYTES,
+    MAX_FETCH,
     EpisodeCreate,
     EpisodeResult,
     Limits,
@@ -68,6 +73,7 @@ from proctor.models import (
     TestFormat,
     TestSpec,
     Verdict,
+    check_fetch_path,
 )
 from service.adapters.deadline import run_within
 from service.deps import Resources
@@ -110,7 +116,7 @@ class RunCodeRequest(BaseModel):
         default_factory=dict, description="a dict from file path to base64 encoded content"
     )
     fetch_files: list[str] = Field(
-        default_factory=list, description="not supported: always answered with no files"
+        default_factory=list, description="a list of file paths to fetch after code execution"
     )
     # Proctor's extension: code-contest judging (see the module's docstring)
     cases: list[StdioCase] | None = Field(
@@ -184,6 +190,7 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
         compile_timeout = max(compile_timeout, request.run_timeout)
     tests: dict[str, str] = {}
     judge = judge_of(request)
+    fetch = fetchable(request.fetch_files)
     if request.stdin is not None and judge is None:
         tests[STDIN_FILE] = request.stdin
         command += f" < {STDIN_FILE}"
@@ -204,10 +211,14 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
             language=lang.name,
             files=files,
             tests=(
-                TestSpec(format=TestFormat.cases, judge=judge)
+                TestSpec(format=TestFormat.cases, judge=judge, fetch=fetch)
                 if judge is not None
                 else TestSpec(
-                    files=tests, binary_files=binary, command=command, format=TestFormat.exit_code
+                    files=tests,
+                    binary_files=binary,
+                    command=command,
+                    format=TestFormat.exit_code,
+                    fetch=fetch,
                 )
             ),
             scoring=Scoring.partial,
@@ -221,6 +232,18 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
         solution=Solution(files={code_file: request.code}),
         metadata={"trainer": "sandboxfusion", "language": request.language},
     )
+
+
+def fetchable(paths: list[str]) -> list[str]:
+    """The paths that can be read back (the others are answered as missing), at most
+    MAX_FETCH of them, each once."""
+    kept: list[str] = []
+    for path in dict.fromkeys(paths):
+        try:
+            kept.append(check_fetch_path(path))
+        except ValueError:
+            continue
+    return kept[:MAX_FETCH]
 
 
 def judge_of(request: RunCodeRequest) -> JudgeSpec | None:
@@ -271,6 +294,7 @@ def judged_response(
         compile_result=built,
         run_result=run,
         executor_pod_name=pod,
+        files=outcome.files,
         cases=cases,
         accepted=accepted,
         score=accepted / max(len(cases), 1),
@@ -301,7 +325,11 @@ def run_code_response(
             stderr=outcome.stderr,
         )
         return RunCodeResponse(
-            status=RunStatus.Failed, message="", compile_result=failed, executor_pod_name=pod
+            status=RunStatus.Failed,
+            message="",
+            compile_result=failed,
+            executor_pod_name=pod,
+            files=outcome.files,
         )
     built = (
         CommandRunResult(
@@ -332,6 +360,7 @@ def run_code_response(
             compile_result=built,
             run_result=run,
             executor_pod_name=pod,
+            files=outcome.files,
         )
     code = outcome.exit_code
     if outcome.verdict is Verdict.cheat and code == 0:
@@ -349,7 +378,12 @@ def run_code_response(
         run = run.model_copy(update={"status": CommandRunStatus.MemoryLimitExceeded})
     status = RunStatus.Success if code == 0 else RunStatus.Failed
     return RunCodeResponse(
-        status=status, message="", compile_result=built, run_result=run, executor_pod_name=pod
+        status=status,
+        message="",
+        compile_result=built,
+        run_result=run,
+        executor_pod_name=pod,
+        files=outcome.files,
     )
 
 

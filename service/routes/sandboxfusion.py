@@ -1,4 +1,5 @@
-"""SandboxFusion's routes: `POST /run_code` and `GET /v1/ping` (`service.adapters.sandboxfusion`).
+"""SandboxFusion's routes: `POST /run_code`, `POST /run_jupyter` and `GET /v1/ping`
+(`service.adapters.sandboxfusion`, `service.adapters.jupyter`).
 
 verl, ROLL and SkyRL point at these; the token may come in the URL (`?token=`).
 """
@@ -7,7 +8,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from service.adapters import sandboxfusion
+from service.adapters import jupyter, sandboxfusion
+from service.adapters.jupyter import RunJupyterRequest, RunJupyterResponse
 from service.adapters.sandboxfusion import RunCodeRequest, RunCodeResponse
 from service.deps import AdapterAuthenticated, ResourcesDep
 from service.errors import error_responses
@@ -35,6 +37,17 @@ async def run_code(
     return await sandboxfusion.run_code(
         resources, request, idempotency_key=idempotency_key, share_identical=share_identical
     )
+
+
+@router.post(
+    "/run_jupyter",
+    operation_id="sandboxfusion_run_jupyter",
+    response_model=RunJupyterResponse,
+    dependencies=[AdapterAuthenticated],
+    responses=error_responses(400, 401, 413, 422, 503),
+)
+async def run_jupyter(request: RunJupyterRequest, resources: ResourcesDep) -> RunJupyterResponse:
+    return await jupyter.run_jupyter(resources, request)
 
 
 @router.get("/v1/ping", operation_id="sandboxfusion_ping")

@@ -25,7 +25,7 @@ RUNTIMES = ("runc", "crun", "runsc")
 KINDS = ("interactive", "oneshot", "pooled")
 WALK_S = 120.0
 # what an episode owns, or shares and its clean-up empties (`pool_server.py`)
-OWNED = (WORKSPACE, SANDBOX_HOME, "/tmp", "/dev/shm", "/dev/mqueue")
+OWNED = (WORKSPACE, SANDBOX_HOME, "/tmp", "/mnt", "/dev/shm", "/dev/mqueue")
 # devices that hold nothing written to them (major, minor): null, zero, full, random,
 # urandom, tty, the pseudo-terminal multiplexer; gVisor's fuse and tun, of no use without
 # the capabilities a sandbox never has

@@ -55,7 +55,7 @@ import secrets
 import shlex
 from base64 import b64encode
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from fnmatch import fnmatch
 from pathlib import Path
@@ -65,6 +65,7 @@ from core.defaults import COMPILE_WALL_FACTOR, COMPILE_WALL_SLACK_S
 from core.languages import LANGUAGES
 from proctor.models import NewProtectedFiles, TaskSpec, TestFormat
 from workers.evaluation import marker
+from workers.evaluation.fetch import fetch_op
 from workers.evaluation.judging import judged_run
 from workers.evaluation.report_seal import (
     DEFENCES_NAME,
@@ -81,6 +82,7 @@ from workers.sandbox.protocol import (
     Results,
     Run,
     Scrub,
+    Snapshot,
     Write,
     share,
 )
@@ -159,6 +161,7 @@ class GradingPlan:
     # failed, its result is the one scored
     split: SplitShape | None = None  # graded across a process boundary: the report is the
     # grader's record, from a pipe only it holds
+    fetch: Snapshot | None = None  # the last of `ops`: the files read back (`TestSpec.fetch`)
 
     def removed(self, reply: Results) -> list[str]:
         """The files the agent added under protected directories that grading deleted
@@ -212,8 +215,20 @@ def grading_plan(
     `keep` are steering-file paths that belong to the task (they stay); `restore` maps
     protected paths to the content the task gave them (written back over any edit). With
     `split` (the sandbox has a root server) tests of a `split_shape` run out of the
-    solution's reach.
+    solution's reach. The files the task fetches are read back last.
     """
+    plan = _grading_plan(task, keep=keep, restore=restore, split=split)
+    fetch = fetch_op(task)
+    return plan if fetch is None else replace(plan, ops=[*plan.ops, fetch], fetch=fetch)
+
+
+def _grading_plan(
+    task: TaskSpec,
+    *,
+    keep: set[str],
+    restore: Mapping[str, str | bytes],
+    split: bool,
+) -> GradingPlan:
     if task.tests.format is TestFormat.cases:
         return _judge_plan(task, keep=keep, restore=restore)
     shape = split_shape(task) if split else None

@@ -336,6 +336,7 @@ class Snapshot(Op[SnapshotResult]):
     paths: list[str]
     root: str = WORKSPACE
     max_bytes: int = 4 << 20
+    files_only: bool = False  # a directory among `paths` is left out, not walked
 
 
 class Listing(Op[ListingResult]):

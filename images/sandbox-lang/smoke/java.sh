@@ -8,3 +8,8 @@ printf 'import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.
 jar=/usr/share/java/junit-platform-console-standalone.jar
 javac -encoding UTF-8 -cp "$jar:." SmokeTest.java
 java -jar "$jar" --disable-banner --class-path . --scan-class-path >/dev/null
+# javatuples, on the class path SandboxFusion's java runner gives
+cd .. && mkdir tuples && cd tuples
+printf 'import org.javatuples.Pair;\npublic class Main{public static void main(String[] a){System.out.println(Pair.with(2, 3).getValue1());}}\n' >Main.java
+javac -encoding UTF-8 -cp .:/usr/share/java/javatuples.jar Main.java
+[ "$(java -cp .:/usr/share/java/javatuples.jar -ea Main)" = 3 ]

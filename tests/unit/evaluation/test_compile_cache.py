@@ -90,7 +90,7 @@ def test_what_anything_but_the_files_shaped_is_not_cached() -> None:
     assert key(task(), solution(), "") is None
     # a workspace too large to read back whole compiles every time
     assert key(task(files={"big.txt": "x" * (MAX_INPUT_BYTES + 1)}), solution()) is None
-    assert key(task("typescript"), solution("let x = 1\n", "main.ts")) is None
+    assert key(task("verilog"), solution("module tb; endmodule\n", "main.sv")) is None
 
 
 def test_entries_come_back_as_stored_and_a_damaged_one_is_a_miss(tmp_path: Path) -> None:

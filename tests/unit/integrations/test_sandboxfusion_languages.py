@@ -145,3 +145,40 @@ def test_a_compiled_program_that_ran_has_both_results(
     assert answer["run_result"]["status"] == run_status
     assert answer["run_result"]["return_code"] == code
     assert answer["run_result"]["execution_time"] == 0.5  # the run alone, compile excluded
+
+
+def test_fetch_files_are_read_back_after_the_run_and_others_answered_as_missing() -> None:
+    episode = run_code_episode(
+        RunCodeRequest(
+            code="x",
+            fetch_files=["a.txt", "/mnt/b", "a.txt", "/etc/passwd", "../up", "/tmp/c/d"],
+        )
+    )
+    # kept as named, once; paths outside the workspace and the episode's scratch mounts are
+    # left out (answered as a file that is not there)
+    assert episode.task.tests.fetch == ["a.txt", "/mnt/b", "/tmp/c/d"]
+
+
+def test_a_judged_request_reads_its_fetch_files_back_too() -> None:
+    request = RunCodeRequest.model_validate(
+        {
+            "code": "print(input())",
+            "cases": [{"stdin": "1\n", "expected_stdout": "1\n"}],
+            "fetch_files": ["out.txt"],
+        }
+    )
+    tests = run_code_episode(request).task.tests
+    assert (tests.judge is not None, tests.fetch) == (True, ["out.txt"])
+
+
+def test_a_fetched_file_is_in_the_answer_by_the_name_the_request_gave() -> None:
+    result = EpisodeResult(
+        id="e",
+        status=EpisodeStatus.completed,
+        reward=1.0,
+        verdict=Verdict.passed,
+        exit_code=0,
+        files={"/mnt/b": base64.b64encode(b"sauce").decode()},
+    )
+    answer = run_code_response(result)
+    assert answer.files == {"/mnt/b": "c2F1Y2U="}

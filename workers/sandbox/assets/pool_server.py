@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # at run time protocol.py's and runner.py's sources define th
 FIRST_UID = 100_000  # an episode's uid is above every uid of the image
 HOME = os.environ.get("HOME", "/home/sandbox")
 DIRECTORIES = (WORKSPACE, HOME)  # the episode's own: 0700, its uid's, emptied after it
-SCRATCH = ("/tmp", "/dev/shm")  # shared 1777 mounts: emptied after it
+SCRATCH = ("/tmp", "/mnt", "/dev/shm")  # shared 1777 mounts: emptied after it
 QUEUES = "/dev/mqueue"
 SYSV_IPC = ("/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg")
 FAILCNT = "/sys/fs/cgroup/memory/memory.failcnt"

@@ -94,7 +94,7 @@ DRAIN_GRACE_S = 0.2
 REAP_EVERY_S = 0.5
 KILL_ROUNDS = 200
 FORK_TRIES = 6
-SCRATCH_MOUNTS = ("/tmp", "/dev/shm")
+SCRATCH_MOUNTS = ("/tmp", "/mnt", "/dev/shm")
 FULL_FRACTION = 0.9  # a scratch mount or the memory cgroup this full is emptied at killall
 STATE = {"sealed": False, "site": False}  # site: the site directories are on sys.path
 # scripts compiled before this process forked, by source (`compile_ahead`: a pooled server
@@ -1246,10 +1246,11 @@ def read_bytes(path: str, max_bytes: int) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    info = os.fstat(fd)
+    if not S_ISREG(info.st_mode) or info.st_dev in pseudo_filesystems():
+        os.close(fd)  # before a file object: one of a directory cannot be made
+        return None
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not S_ISREG(info.st_mode) or info.st_dev in pseudo_filesystems():
-            return None
         return handle.read(max_bytes)
 
 
@@ -1330,7 +1331,9 @@ def op_snapshot(op: Snapshot) -> SnapshotResult:
     found = []
     for path in op.paths:
         full = inside(root, path.rstrip("/"))
-        if os.path.isdir(full) and not os.path.islink(full):
+        if op.files_only:
+            found.append(full)
+        elif os.path.isdir(full) and not os.path.islink(full):
             for directory, names in walk(full, skip=(".git", "__pycache__", ".pytest_cache")):
                 kept = [n for n in names if not n.endswith((".pyc", ".pyo"))]
                 found += [os.path.join(directory, n) for n in kept]

@@ -75,7 +75,7 @@ POOLED_CAPS = ("SETUID", "SETGID", "KILL", "CHOWN", "FOWNER", "DAC_OVERRIDE")
 POOLED_SERVER_MB = 32  # memory for the server beside the episode's own limit
 
 # Nothing a sandbox's processes can write outside what an episode owns and its clean-up
-# empties (its workspace, home, /tmp, /dev/shm, /dev/mqueue), under every runtime. The list
+# empties (its workspace, home, /tmp, /mnt, /dev/shm, /dev/mqueue), under every runtime. The list
 # replaces the engine's own read-only paths, so it starts with them. /proc/pressure: files
 # anyone may write on recent kernels. /sys/fs/cgroup: crun (1.8, cgroup v1) mounts its tmpfs
 # world-writable (1777) and never makes it read-only, where runc's is root's 0555; a path

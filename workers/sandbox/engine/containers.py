@@ -100,6 +100,8 @@ class Containers(Holders, Images):
                 WORKSPACE: f"{tmpfs_opts},uid={uid},gid={gid or uid},mode=0755",
                 SANDBOX_HOME: f"{tmpfs_opts},uid={uid},gid={gid or uid},mode=0755",
                 "/tmp": f"{tmpfs_opts},mode=1777",
+                # SandboxFusion's image has a world-writable /mnt its tests write to
+                "/mnt": f"{tmpfs_opts},mode=1777",
                 **(
                     {spec.cover: f"rw,nosuid,nodev,size=16m,uid={uid},gid={gid or uid},mode=0755"}
                     if spec.cover
