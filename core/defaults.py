@@ -190,6 +190,10 @@ RESPAWN_FIRST_S: Final = 1.0  # a child dying as it starts is replaced after thi
 RESPAWN_LONGEST_S: Final = 60.0  # ... up to this
 POOL_IDLE_DRAIN_S: Final = 600.0  # warm containers unused this long are removed
 POOL_DEMAND_WINDOW_S: Final = 60.0  # a pool sizes a spec by its takes in this window
+# a spec's idle surplus is trimmed only once it was not taken for this long: under load its
+# pooled sandboxes are idle for a moment between episodes, and trimmed then they were
+# replaced by fresh starts (~9 starts a round of 128 /run_code programs at C=16)
+POOL_TRIM_QUIET_S: Final = 10.0
 POOL_START_GUESS_S: Final = 1.0  # a sandbox's start time until one is measured
 
 # ---------------------------------------------------------------- a host's capacity

@@ -44,6 +44,13 @@ class Budget:
             self.held += 1
             return True
 
+    def count_back(self) -> None:
+        """Count one that is running already (a pooled sandbox back from its episode), past
+        the ceiling if need be: the ceiling bounds what is started, and throwing a running
+        sandbox away to start another in its place costs a start for nothing."""
+        with self._lock:
+            self.held += 1
+
     def release(self, n: int = 1) -> None:
         with self._lock:
             self.held = max(self.held - n, 0)
@@ -79,6 +86,12 @@ class Demand:
     def started(self, seconds: float) -> None:
         with self._lock:
             self.start_s += (seconds - self.start_s) * 0.2
+
+    def quiet(self, key: Hashable, seconds: float) -> bool:
+        """Whether `key` was not taken in the last `seconds`."""
+        with self._lock:
+            takes = self._takes.get(key)
+            return not takes or self.clock() - takes[-1] >= seconds
 
     def target(self, key: Hashable, cap: int) -> int:
         """Idle sandboxes `key` should have now, at most `cap`."""

@@ -22,7 +22,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-from core.defaults import POOL_IDLE_DRAIN_S
+from core.defaults import POOL_IDLE_DRAIN_S, POOL_TRIM_QUIET_S
 from workers.sandbox.demand import Budget, Demand
 from workers.sandbox.engine import POOL_LABEL, Container, Engine, SandboxError, SandboxSpec
 
@@ -78,11 +78,12 @@ class StartedPool(Generic[T]):
         return item
 
     def _keep(self, spec: SandboxSpec, item: T, *, counted: bool = False) -> bool:
-        """Make `item` idle again; False (and nothing done) once the pool is closed, or when
-        the process's budget is full. `counted`: the budget holds it already (it was
-        reserved when it was started)."""
-        if not counted and not self.budget.reserve():
-            return False
+        """Make `item` idle again; False (and nothing done) once the pool is closed.
+        `counted`: the budget holds it already (it was reserved when it was started); else
+        it is counted back even past the ceiling (`Budget.count_back`), and a surplus is
+        trimmed once its spec's demand has quieted (`drain_idle`)."""
+        if not counted:
+            self.budget.count_back()
         with self._lock:
             if not self._closed:
                 self._idle.setdefault(spec, deque()).append(item)
@@ -115,6 +116,8 @@ class StartedPool(Generic[T]):
                 drained += self._idle.pop(spec, ())
                 self._last_used.pop(spec, None)
             for spec, idle in self._idle.items():
+                if not self.demand.quiet(spec, POOL_TRIM_QUIET_S):
+                    continue  # in use: its sandboxes come back between episodes
                 surplus = len(idle) - self.demand.target(spec, self.size)
                 drained += [idle.popleft() for _ in range(max(surplus, 0))]
         self.budget.release(len(drained))

@@ -121,3 +121,23 @@ def test_a_process_with_no_share_keeps_nothing_idle() -> None:
     assert pool._take(SPEC) is None
     pool.settle()
     assert pool.idle() == 0 and not pool.live
+
+
+def test_a_sandbox_back_from_its_episode_is_kept_past_the_ceiling() -> None:
+    """A pooled sandbox comes back after each episode: thrown away because refills had
+    taken the budget meanwhile, each was replaced by a fresh start (a start an episode
+    under load). It is counted back instead, and its surplus waits for demand to quiet."""
+    clock = Clock()
+    pool = Tokens(size=1, budget=Budget(1), floor=0)
+    pool.demand = Demand(floor=0, window_s=60, clock=clock)
+    in_use = [pool._take(SPEC) for _ in range(3)]  # three episodes at once, as acquire
+    in_use = [pool._start(SPEC) if item is None else item for item in in_use]
+    pool.settle()  # the refill took the whole budget
+    for item in in_use:
+        assert pool._keep(SPEC, item)
+    assert pool.idle() == 4 and pool.budget.held == 4
+    assert pool.drain_idle() == 0  # still being taken: nothing trimmed
+    clock.now += 11
+    assert pool.drain_idle() == 3  # quiet: down to what demand needs
+    pool.close()
+    assert not pool.live and pool.budget.held == 0
