@@ -821,7 +821,33 @@ def sibling_fork() -> "Callable[[], int] | None":
             api.PyOS_AfterFork_Parent()
         return pid
 
-    return fork
+    return fork if honours_clone_parent(fork) else None
+
+
+def honours_clone_parent(fork: "Callable[[], int]") -> bool:
+    """Whether `fork`'s child is our parent's: gVisor takes the flag and ignores it (the
+    child is ours, and the server could never reap or wait for it). Tried once, on a
+    child that waits for us and then exits."""
+    read_end, write_end = os.pipe()
+    pid = fork()
+    if pid == 0:
+        os.close(write_end)
+        os.read(read_end, 1)
+        os._exit(0)
+    os.close(read_end)
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as handle:
+            parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        parent = -1
+    os.close(write_end)
+    if pid > 0 and parent != os.getppid():
+        try:
+            os.waitpid(pid, 0)  # ours after all (or unknown): reaped here
+        except ChildProcessError:
+            pass
+        return False
+    return pid > 0
 
 
 def become_split(spec: dict[str, Any], fds: list[int], main: Any) -> None:
