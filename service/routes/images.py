@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1/images", tags=["images"], dependencies=[Authentic
     operation_id="prefetch_images",
     status_code=202,
     response_model=PrefetchPublic,
-    responses=error_responses(401, 422, 503),
+    responses=error_responses(400, 401, 413, 422, 503),
 )
 async def prefetch_images(body: PrefetchCreate, resources: ResourcesDep) -> PrefetchPublic:
     return await prefetch.start_async(resources, body)

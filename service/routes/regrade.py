@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1/episodes", tags=["episodes"], dependencies=[Authe
     "/{episode_id}/regrade",
     operation_id="regrade_episode",
     response_model=EpisodeRegrade,
-    responses=error_responses(401, 404, 409, 422, 429, 503),
+    responses=error_responses(400, 401, 404, 409, 413, 422, 429, 503),
 )
 async def regrade_episode(
     episode_id: str,

@@ -115,11 +115,21 @@ class StartedPool(Generic[T]):
             for spec in stale:
                 drained += self._idle.pop(spec, ())
                 self._last_used.pop(spec, None)
-            for spec, idle in self._idle.items():
-                if not self.demand.quiet(spec, POOL_TRIM_QUIET_S):
-                    continue  # in use: its sandboxes come back between episodes
+            quiet = [
+                (spec, idle)
+                for spec, idle in self._idle.items()
+                # in use: its sandboxes come back between episodes
+                if self.demand.quiet(spec, POOL_TRIM_QUIET_S)
+            ]
+            for spec, idle in quiet:
                 surplus = len(idle) - self.demand.target(spec, self.size)
                 drained += [idle.popleft() for _ in range(max(surplus, 0))]
+            # what came back past the ceiling leaves once its spec is quiet
+            over = self.budget.held - len(drained) - self.budget.ceiling
+            for _, idle in quiet:
+                while over > 0 and idle:
+                    drained.append(idle.popleft())
+                    over -= 1
         self.budget.release(len(drained))
         for item in drained:
             self._discard(item)
