@@ -42,7 +42,7 @@ from functools import cache
 from pathlib import Path
 
 from core.config import Settings
-from proctor.models import Solution, TaskSpec
+from proctor.models import Solution, TaskSpec, TestFormat
 from workers.evaluation.grading import TESTS_AFTER_COMPILE, GradingPlan
 from workers.sandbox.protocol import KillAll, Results, Run, Snapshot, SnapshotResult, Write
 
@@ -265,6 +265,11 @@ def with_cache(
     its program back (a miss: `store` it once the reply is in)."""
     compile_run = plan.compile
     if cache is None or compile_run is None or compile_run not in plan.ops:
+        return plan, None
+    if task.tests.format is TestFormat.cases:
+        # a judged run's memory limit is a verdict per case: with the program sent in the
+        # request, the pooled server held its copies in the memory the cases ran out of,
+        # and a case that exhausted it took the server down with it (no verdicts)
         return plan, None
     key = cache_key(task, solution, compile_run, image_digest or "")
     if key is None:
