@@ -59,7 +59,14 @@ def test_sigterm_leaves_no_container_or_network(docker_ready: None) -> None:
         port = free_port()
         process = subprocess.Popen(
             [sys.executable, "-m", "proctor.cli", "run"],
-            env=service_env(redis_url, port, PROCTOR_WORKER_CONCURRENCY="2"),
+            # a honeypot network of its own: the default name is shared by every deployment
+            # on the host, and one another's container still uses is rightly left behind
+            env=service_env(
+                redis_url,
+                port,
+                PROCTOR_WORKER_CONCURRENCY="2",
+                PROCTOR_HONEYPOT_NETWORK=f"proctor-sandbox-{deployment}",
+            ),
             cwd=REPO_ROOT,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
