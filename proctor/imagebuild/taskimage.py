@@ -42,7 +42,7 @@ from typing import Any
 
 import proctor.imagebuild.engine as engine
 from proctor.imagebuild.config import BuildConfig, ImageBuildError
-from proctor.imagebuild.wheels import manylinux_platforms, pip, tail
+from proctor.imagebuild.wheels import download_binary, pip, tail
 
 logger = logging.getLogger(__name__)
 
@@ -183,20 +183,11 @@ def download_wheels(config: BuildConfig, spec: TaskImageSpec, python: str, dest:
     (dest / "requirements.txt").write_text("".join(f"{r}\n" for r in spec.requirements))
     log = config.run_dir / "task-image-wheels.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    machine = platform_machine()
-    platforms = [arg for tag in manylinux_platforms(machine) for arg in ("--platform", tag)]
-    binary = pip(
+    binary = download_binary(
         config,
-        "download",
-        "--quiet",
-        "--only-binary=:all:",
-        "--python-version",
         python,
-        "--implementation",
-        "cp",
-        *platforms,
-        "--dest",
-        str(dest),
+        platform_machine(),
+        dest,
         *BUILD_TOOLS,
         "-r",
         str(dest / "requirements.txt"),

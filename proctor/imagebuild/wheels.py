@@ -113,15 +113,13 @@ def manylinux_platforms(machine: str) -> list[str]:
     ]
 
 
-def scientific(config: BuildConfig, requirements: Path, python: str, machine: str) -> Path:
-    """Binary wheels of the scientific stack for the base's Python (major.minor) and machine;
-    source-only releases are refused (nothing compiles here or in the image)."""
-    dest = fresh(config.wheels_dir / "sandbox-sci")
-    shutil.copy2(requirements, dest / "requirements.txt")
-    (dest / "constraints.txt").write_text("")
-    log = config.run_dir / "sandbox-sci-wheels.log"
+def download_binary(
+    config: BuildConfig, python: str, machine: str, dest: Path, *args: str, log: Path
+) -> subprocess.CompletedProcess[str]:
+    """`pip download` of binary wheels only, for CPython `python` on `machine`'s manylinux
+    platforms, into `dest`; `args` name what (`-r requirements.txt`, packages)."""
     platforms = [arg for tag in manylinux_platforms(machine) for arg in ("--platform", tag)]
-    done = pip(
+    return pip(
         config,
         "download",
         "--quiet",
@@ -133,9 +131,20 @@ def scientific(config: BuildConfig, requirements: Path, python: str, machine: st
         *platforms,
         "--dest",
         str(dest),
-        "-r",
-        str(dest / "requirements.txt"),
+        *args,
         log=log,
+    )
+
+
+def scientific(config: BuildConfig, requirements: Path, python: str, machine: str) -> Path:
+    """Binary wheels of the scientific stack for the base's Python (major.minor) and machine;
+    source-only releases are refused (nothing compiles here or in the image)."""
+    dest = fresh(config.wheels_dir / "sandbox-sci")
+    shutil.copy2(requirements, dest / "requirements.txt")
+    (dest / "constraints.txt").write_text("")
+    log = config.run_dir / "sandbox-sci-wheels.log"
+    done = download_binary(
+        config, python, machine, dest, "-r", str(dest / "requirements.txt"), log=log
     )
     if done.returncode != 0:
         raise ImageBuildError(
