@@ -73,6 +73,7 @@ class Preparation:
 
     ops: list[Op[Any]]
     checked: list[Run]  # the repository's sanitizing and the task's setup
+    setup: list[Run]  # the task's setup alone: its failure is the task's
     found: Find  # steering files the task's own tree has
     snapshot: Snapshot  # protected paths as the task left them
     listing: Listing  # the first observation
@@ -113,6 +114,7 @@ def preparation(record: EpisodeRecord, repo: RepoSnapshot | None) -> Preparation
     return Preparation(
         ops=[*ops, found, snapshot, listing],
         checked=checked,
+        setup=setup,
         found=found,
         snapshot=snapshot,
         listing=listing,
@@ -144,6 +146,13 @@ def start_interactive(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | Non
         )
         found, snapshot = reply.result(prep.found), reply.result(prep.snapshot)
         listing = reply.result(prep.listing)
+        task_failed = next(
+            (r for r in map(reply.result, prep.setup) if r is not None and r.exit_code != 0), None
+        )
+        if task_failed is not None and not (task_failed.timed_out or task_failed.oom_killed):
+            # the task's own setup, before any action: the task's fault, not the agent's nor ours
+            error = "the task's setup command failed: " + task_failed.stderr[-800:]
+            return task_error(record, error)
         if reply.error or failed or found is None or snapshot is None or listing is None:
             detail = reply.error.message if reply.error else failed.stderr[-800:] if failed else ""
             return infra_failure(record, f"the task could not be prepared: {detail}")

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any
 
-from core.endings import infra_failure
+from core.endings import infra_failure, task_error
 from core.store import EpisodeRecord
 from proctor.models import (
     EpisodeResult,
@@ -135,7 +135,9 @@ def run_oneshot(rt: Runtime, record: EpisodeRecord) -> EpisodeResult | None:
             if setup_failed is not None:
                 error = "the task's setup command failed: " + setup_failed.stderr[-500:]
                 log.warning("episode %s: %s", record.id, error)
-                return infra_failure(record, error, sandbox=info)
+                if setup_failed.timed_out or setup_failed.oom_killed:  # the host's, maybe
+                    return infra_failure(record, error, sandbox=info)
+                return task_error(record, error, sandbox=info)  # before the solution was written
             # an operation of the preparation stops the program: nothing of the solution ran
             if not all(map(reply.ran, prepare)):
                 why = reply.error.message if reply.error else None

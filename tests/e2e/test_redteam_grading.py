@@ -374,3 +374,106 @@ def test_no_episode_finds_an_earlier_ones_tests_in_its_memory(http: httpx.Client
         )
         assert (result["reward"], result["verdict"]) == (0.0, "failed"), result["reason"]
         earlier.append(value)
+
+
+# A solution the tests start as a program (stdin/stdout tasks), which looks for the tests'
+# data files (an expected output beside the tests) to print what they hold, or to rewrite
+# them to what it prints. Before, the program was the grader's uid: it did both, for 1.0.
+PROGRAMS = {
+    "reads-the-tests-data": FIND
+    + """\
+import os
+
+for top in ("/tmp", "/workspace", "/home", "/var/tmp", "/dev/shm", "/run"):
+    for folder, _, names in os.walk(top):
+        for name in names:
+            try:
+                found = found_in(open(os.path.join(folder, name), "rb").read())
+            except OSError:
+                continue
+            if found:
+                print(found)
+                raise SystemExit(0)
+print("nothing")
+""",
+    "rewrites-the-tests-data": """\
+import os
+
+for top in ("/tmp", "/workspace"):
+    for folder, _, names in os.walk(top):
+        for name in names:
+            if name == "expected.txt":
+                try:
+                    with open(os.path.join(folder, name), "w") as handle:
+                        handle.write("ANSWER=" + "0" * 16)
+                except OSError:
+                    pass
+print("0" * 16)
+""",
+}
+
+# how the tests start it: every way CPython has
+STARTS = {
+    "subprocess": "out = subprocess.run([sys.executable, 'solution.py'], capture_output=True,"
+    " text=True).stdout",
+    "os-system": "path = '/tmp/out-%s' % os.urandom(6).hex()\n"
+    "os.system('%s solution.py > %s' % (sys.executable, path))\n"
+    "out = open(path).read()",
+    "fork-exec": "r, w = os.pipe()\npid = os.fork()\nif pid == 0:\n    os.dup2(w, 1)\n"
+    "    os.execv(sys.executable, [sys.executable, 'solution.py'])\n"
+    "os.close(w)\nout = os.fdopen(r).read()\nos.waitpid(pid, 0)",
+    "multiprocessing-spawnv": "import multiprocessing.util\nr, w = os.pipe()\n"
+    "code = 'import os; os.dup2(%d, 1); exec(open(\"solution.py\").read())' % w\n"
+    "pid = multiprocessing.util.spawnv_passfds(os.fsencode(sys.executable), [sys.executable, '-c', code],"
+    " [w])\n"
+    "os.close(w)\nout = os.fdopen(r).read()\nos.waitpid(pid, 0)",
+    "posix-spawn": "r, w = os.pipe()\n"
+    "pid = os.posix_spawn(sys.executable, [sys.executable, 'solution.py'], dict(os.environ),"
+    " file_actions=[(os.POSIX_SPAWN_DUP2, w, 1)])\n"
+    "os.close(w)\nout = os.fdopen(r).read()\nos.waitpid(pid, 0)",
+}
+
+
+def program_tests(start: str, fmt: str) -> str:
+    """Tests that start the solution as a program and compare its output with their data."""
+    steps = (
+        "import os, subprocess, sys\n"
+        + STARTS[start]
+        + "\nhere = os.path.dirname(os.path.abspath(__file__))\n"
+        "expected = open(os.path.join(here, 'expected.txt')).read().split('=')[1].strip()\n"
+        "assert out.strip() == expected, (out, expected)\n"
+    )
+    if fmt == "assert":
+        return steps
+    return "def test_program():\n" + "".join("    " + line + "\n" for line in steps.splitlines())
+
+
+@pytest.mark.parametrize("fmt", ["pytest", "assert"])
+@pytest.mark.parametrize("start", sorted(STARTS))
+@pytest.mark.parametrize("attack", sorted(PROGRAMS))
+def test_a_program_the_tests_start_cannot_reach_their_data(
+    http: httpx.Client, attack: str, start: str, fmt: str
+) -> None:
+    """The grader's real uid is the episode's: whatever it starts runs as the episode, which
+    reads and writes nothing of the grader's, so the program prints a wrong answer."""
+    request = body(PROGRAMS[attack], program_tests(start, fmt), fmt)
+    request["task"]["tests"]["files"]["expected.txt"] = f"ANSWER={answer()}\n"
+    result = run(http, request)
+    assert (result["verdict"], result["reward"]) == ("failed", 0.0), (
+        result["reason"],
+        result["stderr"][-800:],
+    )
+
+
+@pytest.mark.parametrize("start", sorted(STARTS))
+def test_a_program_the_tests_start_earns_its_reward(http: httpx.Client, start: str) -> None:
+    """The honest look-alike: the program reads its own data file in the workspace."""
+    value = answer()
+    request = body("print(open('data.txt').read().strip())\n", program_tests(start, "pytest"), "")
+    request["task"]["tests"]["files"]["expected.txt"] = f"ANSWER={value}\n"
+    request["solution"]["files"]["data.txt"] = value + "\n"
+    result = run(http, request)
+    assert (result["verdict"], result["reward"]) == ("passed", 1.0), (
+        result["reason"],
+        result["stderr"][-800:],
+    )

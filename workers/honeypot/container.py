@@ -168,7 +168,10 @@ class Honeypot:
             time.sleep(0.2)
 
     def hits(self, source: str, *, since: float, until: float) -> list[Hit]:
-        """Contacts from one sandbox address within a time window."""
+        """Contacts from one sandbox address within a time window. Its start is exact (the
+        honeypot stamps a contact with the clock the worker read `since` from): a pooled
+        sandbox's address served the episode before, whose last contacts may be only just
+        earlier, and they are not this episode's."""
         try:
             text = self.engine.logs(self.name, since=since - 1, until=until + 1)
         except SandboxError as exc:
@@ -180,7 +183,7 @@ class Honeypot:
                 raw = json.loads(line)
             except ValueError:
                 continue
-            if raw.get("src") != source or not since - 1 <= raw.get("time", 0) <= until + 1:
+            if raw.get("src") != source or not since <= raw.get("time", 0) <= until + 1:
                 continue
             hits.append(
                 Hit(

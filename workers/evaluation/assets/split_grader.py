@@ -27,6 +27,7 @@ as pytest would name and run it). Standard library only.
 
 from __future__ import annotations
 
+import _posixsubprocess
 import base64
 import builtins
 import importlib
@@ -35,6 +36,7 @@ import importlib.machinery
 import json
 import linecache
 import os
+import subprocess
 import sys
 import traceback
 import types
@@ -641,6 +643,64 @@ def _case(path: str, function: Callable[[], Any], root: str, link: Link) -> dict
     return case
 
 
+# -- the programs the tests start ------------------------------------------------------------
+
+# `_posixsubprocess.fork_exec`'s `uid` argument by its number of arguments: 3.9-3.10 (21),
+# 3.11 (22; 23 with the vfork switch some builds backported), 3.12-3.13 (23)
+FORK_EXEC_UID = {21: 18, 22: 19, 23: 19}
+
+
+def confine_children() -> None:
+    """Every process the tests start runs as the episode's uid, never the grader's (which
+    reads the tests' data files): the grader's real uid is the episode's, so a child drops
+    to it with no privilege, and the kernel keeps it there. Each way CPython starts a
+    process: a fork (`os.fork`, `forkpty`, `pty`, `os.spawn*`, `multiprocessing`'s fork),
+    `subprocess` (and `os.popen`, asyncio), `_posixsubprocess` itself (`multiprocessing`'s
+    spawn and forkserver), `posix_spawn` and `os.system`. The tests are not the adversary:
+    what they start is, and it never holds the grader's uid."""
+    real = os.getuid()
+    if real == os.geteuid():
+        return  # the grader's uid is its real one: nobody to drop to
+
+    def drop() -> None:
+        os.setresuid(real, real, real)
+
+    os.register_at_fork(after_in_child=drop)
+
+    popen_init = subprocess.Popen.__init__
+
+    def init(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
+        kwargs["user"] = real  # setreuid(real, real) in the child, before its exec
+        popen_init(self, *args, **kwargs)
+
+    subprocess.Popen.__init__ = init  # type: ignore[method-assign]
+
+    fork_exec = _posixsubprocess.fork_exec
+
+    def confined_fork_exec(*args: Any) -> int:
+        index = FORK_EXEC_UID.get(len(args))
+        if index is None:  # an interpreter this file does not know: no child as the grader
+            raise OSError("the grader starts no process of an unknown fork_exec")
+        confined: Any = fork_exec  # its arguments differ by version
+        return int(confined(*args[:index], real, *args[index + 1 :]))
+
+    _posixsubprocess.fork_exec = confined_fork_exec  # subprocess holds its own: user= above
+
+    spawn, spawnp = os.posix_spawn, os.posix_spawnp
+
+    def posix_spawn(path: Any, argv: Any, env: Any, **kwargs: Any) -> int:
+        return spawn(path, argv, env, **{**kwargs, "resetids": True})  # euid := real uid
+
+    def posix_spawnp(path: Any, argv: Any, env: Any, **kwargs: Any) -> int:
+        return spawnp(path, argv, env, **{**kwargs, "resetids": True})
+
+    def system(command: Any) -> int:
+        code = subprocess.call(command, shell=True)
+        return -code if code < 0 else code << 8  # a wait status, as os.system's
+
+    os.posix_spawn, os.posix_spawnp, os.system = posix_spawn, posix_spawnp, system
+
+
 def grade(channel: int, record: int, tests_fd: int) -> None:
     """The grader process: the tests from their pipe, run against the solution's process,
     the record to the record pipe. Nothing of the solution runs in this process."""
@@ -648,6 +708,7 @@ def grade(channel: int, record: int, tests_fd: int) -> None:
     files: dict[str, str] = data["files"]
     root = "/tmp/.tests-%s" % os.urandom(8).hex()
     _place_data(files, data.get("binary", {}), root)
+    confine_children()
     programs = sorted(p for p in files if p.endswith(".py"))
     TESTS.files, TESTS.root = files, root
     link = Link(channel)

@@ -706,14 +706,25 @@ class Zygote:
         theirs.close()
         self.pid = pid
 
-    def spawn(self, role: str, uid: int, gid: int, env: dict[str, str], fds: list[int]) -> int:
-        """The pid of a new process of `role`, already the uid, with `fds` as 1, 2, 3…"""
+    def spawn(
+        self,
+        role: str,
+        uid: int,
+        gid: int,
+        env: dict[str, str],
+        fds: list[int],
+        *,
+        real_uid: int | None = None,
+    ) -> int:
+        """The pid of a new process of `role`, already the uid (effective and saved; its real
+        uid `real_uid` when given), with `fds` as 1, 2, 3…"""
         import json
         import socket
 
         message = {
             "role": role,
             "uid": uid,
+            "real_uid": uid if real_uid is None else real_uid,
             "gid": gid,
             "limits": EPISODE["limits"],
             "env": env,
@@ -870,8 +881,11 @@ def become_split(spec: dict[str, Any], fds: list[int], main: Any) -> None:
         os.closerange(len(high) + 1, 1 << 16)
         os.setresgid(spec["gid"], spec["gid"], spec["gid"])
         # from root to another uid: the kernel makes the process non-dumpable (its memory,
-        # environment and descriptors closed to /proc and ptrace), as the grader must be
-        os.setresuid(spec["uid"], spec["uid"], spec["uid"])
+        # environment and descriptors closed to /proc and ptrace), as the grader must be.
+        # The grader's real uid is the episode's: what it starts drops to it, no privilege
+        # needed (split_grader.confine_children), so no program the tests start is the
+        # grader's uid, which reads the tests' data files
+        os.setresuid(spec.get("real_uid", spec["uid"]), spec["uid"], spec["uid"])
         os.chdir(WORKSPACE)
         os.environ.clear()
         os.environ.update(spec["env"])
@@ -900,8 +914,9 @@ def become_split(spec: dict[str, Any], fds: list[int], main: Any) -> None:
 class Split(Forked):
     """A split run (`Run.split`): the grader and the solution forked from the zygote, the
     tests written into the grader's pipe; it gives `op_run` what a Popen would, plus the
-    grader's record. The grader is a uid of its own, which the server (acting as the
-    episode's uid) can signal only as root."""
+    grader's record. The grader's effective uid is its own, which neither the episode's
+    processes nor the server acting as the episode can trace or read; its real uid is the
+    episode's, so they can signal it, which can only end the run a failure."""
 
     def __init__(self, op: Run, env: dict[str, str]) -> None:  # Forked.__init__ forks: not here
         import json
@@ -921,7 +936,12 @@ class Split(Forked):
         try:
             self.solution = zygote.spawn("solution", uid, uid, env, [out_w, err_w, ours.fileno()])
             self.pid = zygote.spawn(
-                "grader", grader, uid, env, [out_w, err_w, theirs.fileno(), record_w, tests_r]
+                "grader",
+                grader,
+                uid,
+                env,
+                [out_w, err_w, theirs.fileno(), record_w, tests_r],
+                real_uid=uid,
             )
         finally:
             for fd in (out_w, err_w, record_w, tests_r):
