@@ -258,7 +258,10 @@ def claim(client: redis.Redis, owner: str, hold_s: int) -> bool:
     return bool(client.set(keys.judge_calibration_lock(), owner, nx=True, ex=hold_s))
 
 
-RETRY_S = 5.0  # while no calibration is known: how soon to look again
+# Until this process knows a first calibration, it looks every WATCH_S (another process may
+# be making it, and reviews fall back meanwhile); a stale one is looked at again every RETRY_S
+WATCH_S = 0.5
+RETRY_S = 5.0
 KEEP_INTERVALS = 3  # a published calibration outlives this many intervals, then is gone
 
 
@@ -302,7 +305,7 @@ class Calibrator:
         """Seconds until the calibration this judge goes by is due again."""
         state = self._judge.state
         if state is None or state.checked_at is None:
-            return RETRY_S
+            return WATCH_S
         return max(state.checked_at + self._interval - self._clock(), RETRY_S)
 
     def start(self) -> None:

@@ -205,6 +205,7 @@ def test_one_process_asks_and_the_others_take_its_calibration(quiet_redis: redis
     two = Calibrator(
         second.judge(calibration_interval_s=60.0), quiet_redis, owner="w2", clock=clock
     )
+    assert two.next_in() == calibration.WATCH_S  # none known yet: it looks again soon
     assert one.refresh().useful is True and first.calls == len(PROBES)
     taken = two.refresh()
     assert taken.useful is True and second.calls == 0  # the fresh shared one
