@@ -87,7 +87,7 @@ BREAKER_FAILURES = 3  # consecutive failed reviews that open the circuit
 BREAKER_OPEN_S = 30.0  # how long an open circuit answers `unavailable` without asking
 _SERVER_FAILURES = frozenset({"timeout", "unreachable", "http_error", "bad_response"})
 
-CALLS = "proctor_judge_calls"  # {outcome}: ok, repaired, cache_hit, skipped, or the reason
+CALLS = "proctor_judge_calls"  # {outcome}: ok, repaired, cache_hit, skipped, unused, or the reason
 LATENCY = "proctor_judge_latency_seconds"  # {kind}: summed over reviews that reached the server
 TIMED = "proctor_judge_timed_reviews"  # {kind}: how many reviews LATENCY sums
 
