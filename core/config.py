@@ -189,6 +189,9 @@ class Settings(BaseSettings):
     )
     judge_cache_ttl_s: int = defaults.JUDGE_CACHE_TTL_S
     judge_max_prompt_chars: int = defaults.JUDGE_MAX_PROMPT_CHARS
+    judge_calibration_interval_s: float = Field(
+        defaults.JUDGE_CALIBRATION_INTERVAL_S, gt=0, description="how often the probes run"
+    )
 
     @property
     def deployment_id(self) -> str:

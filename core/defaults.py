@@ -98,6 +98,7 @@ JUDGE_FAILURE_POLICY: Final = "fail_open"  # with no verdict: allow (and say so)
 JUDGE_ACTION_BUDGET_S: Final = 5.0  # a whole review of one action, repair included
 JUDGE_RESPONSE_FORMAT: Final = "auto"  # how structured output is asked for
 JUDGE_CACHE_TTL_S: Final = 7 * 24 * 3600  # verdicts stay cached in Redis this long
+JUDGE_CALIBRATION_INTERVAL_S: Final = 600.0  # the probes are put to the judge again this often
 # bound on the whole prompt, in characters: 7000 leave room for the answer in a 4k-token
 # context even for code at 2 characters a token; raise it for a judge with a long context
 JUDGE_MAX_PROMPT_CHARS: Final = 7_000

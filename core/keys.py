@@ -141,3 +141,13 @@ def catalog_scratch(token: str) -> str:
 def judge_cache(digest: str) -> str:
     """A cached judge verdict, by the hash of what was judged."""
     return JUDGE_CACHE_PREFIX + digest
+
+
+def judge_calibration() -> str:
+    """What the last calibration of the judge found (`anticheat.judge.calibration`)."""
+    return PREFIX + "judge-calibration"
+
+
+def judge_calibration_lock() -> str:
+    """Held while one worker process calibrates the judge for all."""
+    return PREFIX + "judge-calibration-lock"

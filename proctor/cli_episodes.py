@@ -328,14 +328,16 @@ def render_result(result: Any) -> list[Any]:
         out.append(tests)
     if result.cheat.evidence:
         evidence = Table(title="cheat evidence" + (" (detected)" if result.cheat.detected else ""))
-        for name in ("source", "category", "rule", "step", "detail"):
+        for name in ("source", "category", "rule", "step", "level", "detail"):
             evidence.add_column(name)
         for e in result.cheat.evidence:
+            level = e.level.value if e.level else "on record"
             evidence.add_row(
                 plain(e.source.value),
                 plain(e.category.value),
                 plain(e.rule or ""),
                 plain("" if e.step is None else e.step),
+                plain(f"{level}, decided the verdict" if e.decisive else level),
                 plain(e.detail, 100),
             )
         out.append(evidence)

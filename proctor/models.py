@@ -742,6 +742,12 @@ class Evidence(_Result):
         "policy's cheat reward; none: on record only (costs nothing)",
     )
     decisive: bool = Field(False, description="this item decided the verdict (`cheat`)")
+    confidence: float | None = Field(None, description="the judge's, when its verdict decided it")
+    judge: str | None = Field(
+        None,
+        description="what the judge made of it when a rule asked: its verdict, or why its "
+        "answer was not used and the rule's no-judge fallback decided",
+    )
 
 
 class CheatReport(_Result):
@@ -759,6 +765,7 @@ class Step(_Result):
     category: CheatCategory | None = None
     evidence: str | None = None
     judge: str | None = Field(None, description="the LLM judge's review, when a rule asked")
+    judge_confidence: float | None = Field(None, description="the judge's, when it gave a verdict")
     level: Level | None = Field(
         None, description="what the rule's hit at this step makes of the episode, if one hit"
     )

@@ -7,13 +7,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from redis.exceptions import RedisError
 
+from anticheat.judge import calibration
 from service.deps import Resources
 
 
 class Readiness(BaseModel):
     status: Literal["ready", "not ready"]
     checks: dict[str, Any] = Field(
-        description="redis, workers, worker_problems, images (name → ok or why not), reason"
+        description="redis, workers, worker_problems, images (name → ok or why not), judge "
+        "(configured, reachable, useful and why: the last calibration), reason"
     )
 
 
@@ -36,6 +38,7 @@ def readiness(resources: Resources) -> Readiness:
             resources.store.unrunnable_images(settings.images, ttl_s=settings.heartbeat_ttl_s) or {}
         )
         checks["images"] = {name: unrunnable.get(name, "ok") for name in settings.images}
+        checks["judge"] = judge_state(resources).model_dump(mode="json")
     except RedisError as exc:
         checks["redis"] = f"unreachable: {exc}"
         checks["workers"] = 0
@@ -55,3 +58,14 @@ def readiness(resources: Resources) -> Readiness:
     if reasons:
         checks["reason"] = "; ".join(reasons)
     return Readiness(status="ready" if ready else "not ready", checks=checks)
+
+
+def judge_state(resources: Resources) -> calibration.JudgeState:
+    """What the workers' last calibration of the judge found (never asked from here: the
+    probes run in a worker, every `judge_calibration_interval_s`). Not a condition of
+    readiness: a judge that is down or not useful leaves reviews to the rules' fallbacks."""
+    found = calibration.read(resources.redis)
+    url = resources.settings.judge_url.strip().rstrip("/")
+    if found is not None and (not url or found.url == calibration.public_url(url)):
+        return found
+    return calibration.not_yet(url) if url else calibration.not_configured()

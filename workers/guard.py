@@ -102,11 +102,14 @@ class Guard:
         disabled = disabled_rules(task.policy.disabled_rules)
         verdict = self._screen(sandbox, action, context, git, disabled)
         review: str | None = None
+        confidence: float | None = None
+        asked_by = verdict.rule
         level = rule_level(verdict.rule)
         if verdict.decision is Decision.review:
             outcome = self._review_action(action, context, history, task.policy.judge)
-            review = f"{outcome.status.value} ({outcome.latency_s:.2f}s): {outcome.reason}"
+            review = outcome.review
             if outcome.status is JudgeStatus.verdict:
+                confidence = outcome.verdict.confidence if outcome.verdict else None
                 verdict = outcome.screen_verdict(verdict)  # the judge's: the rule's level
             else:  # no verdict (failing closed, or the rule's fallback): an attempt at most
                 level = Level.attempt
@@ -133,8 +136,16 @@ class Guard:
         if verdict.decision is not Decision.intercept:
             if review is None:
                 return None, verdict
-            # it runs; the step still records what the judge said about it
-            return Step(step=0, action=action, observation=Observation(), judge=review), verdict
+            # it runs; the step still records which rule asked and what the judge said
+            cleared = Step(
+                step=0,
+                action=action,
+                observation=Observation(),
+                rule=asked_by,
+                judge=review,
+                judge_confidence=confidence,
+            )
+            return cleared, verdict
         self.store.count("proctor_intercepts", category=verdict.category or "unknown")
         started = time.time()
         observation = respond(
@@ -156,6 +167,7 @@ class Guard:
             category=verdict.category,
             evidence=verdict.reason,
             judge=review,
+            judge_confidence=confidence,
             level=level,
             reward=task.policy.intercept_penalty,
             started_at=started,
@@ -437,6 +449,8 @@ def apply_policy(
                 detail=step.evidence or "",
                 step=step.step,
                 level=step.level,
+                confidence=step.judge_confidence,
+                judge=step.judge,
             )
             for step in steps
             if step.intercepted or step.level is not None

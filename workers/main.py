@@ -37,6 +37,7 @@ from rq.serializers import JSONSerializer
 from rq.utils import now
 from rq.worker import WorkerStatus
 
+from anticheat.judge.calibration import Calibrator
 from anticheat.judge.client import Judge, JudgeSettings
 from core.config import Settings
 from core.defaults import (
@@ -290,13 +291,17 @@ def die_with_parent() -> None:
         log.debug("prctl unavailable; workers may outlive their parent")
 
 
-def make_judge(config: Settings, store: EpisodeStore) -> Judge | None:
+def make_judge(config: Settings, store: EpisodeStore, worker: str) -> Judge | None:
+    """The judge, its verdicts used only once calibration has found them worth using (the
+    probes run on a thread of their own, shared with the host's other workers via Redis)."""
     settings = JudgeSettings.from_settings(config)
     if not settings.enabled:
         log.info("no LLM judge configured (PROCTOR_JUDGE_URL): rule filter only")
         return None
     log.info("LLM judge at %s (model %s)", settings.url, settings.model or "server default")
-    return Judge(settings, redis_client=store.redis, metrics=store)
+    judge = Judge(settings, redis_client=store.redis, metrics=store)
+    Calibrator(judge, store.redis, owner=worker).start()
+    return judge
 
 
 def start_honeypot(
@@ -395,7 +400,7 @@ def serve(
         engine, episodes=1, size=settings.pool_size, budget=budget, floor=floor
     )
     honeypot = start_honeypot(settings, engine, store=store, worker=worker)
-    guard = Guard(store, judge=make_judge(settings, store), honeypot=honeypot)
+    guard = Guard(store, judge=make_judge(settings, store, worker), honeypot=honeypot)
     rt = runtime.Runtime(
         settings,
         client,

@@ -15,6 +15,10 @@ intercept. Internally the reasons form one small tree:
      └─ reason "circuit_open"   the last reviews all failed: not asking for a while, so a
                                 hung judge costs an episode one budget, not one per action
 
+A judge whose calibration (`calibration`) found its verdicts not worth using — or has not
+yet been made, in a worker — is not asked at all: status `unused`, with the reason, and the
+failure policy's decision (under fail_open, the rule's own fallback decides).
+
 Verdicts are cached by a hash of model + prompt (`cache`), and every review is counted
 through the `JudgeMetrics` it is given: in a worker, the store's Redis counters, which is
 what the API's /metrics serves (`proctor_judge_calls_total{outcome}`, and for reviews that
@@ -30,7 +34,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -49,6 +53,7 @@ from anticheat.judge.prompt import (
     trajectory_prompt,
 )
 from anticheat.judge.settings import FailurePolicy, JudgeSettings, ResponseFormat
+from anticheat.judge.state import JudgeState
 from proctor.models import (
     Action,
     CheatCategory,
@@ -82,7 +87,7 @@ BREAKER_FAILURES = 3  # consecutive failed reviews that open the circuit
 BREAKER_OPEN_S = 30.0  # how long an open circuit answers `unavailable` without asking
 _SERVER_FAILURES = frozenset({"timeout", "unreachable", "http_error", "bad_response"})
 
-CALLS = "proctor_judge_calls"  # {outcome}: ok, repaired, cache_hit, skipped, or the reason
+CALLS = "proctor_judge_calls"  # {outcome}: ok, repaired, cache_hit, skipped, unused, or the reason
 LATENCY = "proctor_judge_latency_seconds"  # {kind}: summed over reviews that reached the server
 TIMED = "proctor_judge_timed_reviews"  # {kind}: how many reviews LATENCY sums
 
@@ -97,6 +102,7 @@ class JudgeStatus(StrEnum):
     verdict = "verdict"
     unavailable = "unavailable"
     skipped = "skipped"
+    unused = "unused"  # asked nothing: calibration found its verdicts not worth using
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,10 @@ class JudgeOutcome:
     repaired: bool = False
     latency_s: float = 0.0
     injection: tuple[str, ...] = ()
+    failure: str = ""  # unavailable: the reason's code (timeout, unreachable, …)
+
+    def decided(self, decision: Decision) -> JudgeOutcome:
+        return replace(self, decision=decision)
 
     @property
     def cheat(self) -> bool:
@@ -126,16 +136,30 @@ class JudgeOutcome:
             category=CheatCategory(self.verdict.category),
             detail=f"{self.verdict.rationale} (confidence {self.verdict.confidence:.2f})",
             step=step,
+            confidence=self.verdict.confidence,
         )
+
+    @property
+    def review(self) -> str:
+        """One line for a step's `judge`: the status, how long it took, and what came of it
+        (a verdict with its confidence, or why there is none)."""
+        said = ""
+        if self.verdict is not None:
+            said = (
+                f"{'cheat' if self.verdict.cheat else 'no cheat'} at confidence "
+                f"{self.verdict.confidence:.2f}: "
+            )
+        return f"{self.status.value} ({self.latency_s:.2f}s): {said}{self.reason}"[:1000]
 
     def screen_verdict(self, rule: ScreenVerdict | None = None) -> ScreenVerdict:
         """The rule filter's `review` verdict, resolved by this outcome."""
         category = CheatCategory(self.verdict.category) if self.cheat and self.verdict else None
+        confidence = f" at confidence {self.verdict.confidence:.2f}" if self.verdict else ""
         return ScreenVerdict(
             decision=self.decision,
             rule=rule.rule if rule else None,
             category=category or (rule.category if rule else None),
-            reason=f"judge {self.status.value}: {self.reason}"[:1000],
+            reason=f"judge {self.status.value}{confidence}: {self.reason}"[:1000],
         )
 
 
@@ -189,11 +213,22 @@ class Judge:
         self._model = settings.model
         self._failures = 0  # consecutive; updated racily, which only shifts the trip by one
         self._open_until = 0.0
+        # None: trusted as it is (a library user's judge); a worker sets the calibration's
+        # state before its first job, and then its verdicts count only while it is useful
+        self._state: JudgeState | None = None
 
     @property
     def model(self) -> str:
         """The model asked: the configured one, or the one the server listed ("" before)."""
         return self._model
+
+    @property
+    def state(self) -> JudgeState | None:
+        """The calibration this judge goes by (`calibration`); None: not calibrated."""
+        return self._state
+
+    def use_calibration(self, state: JudgeState) -> None:
+        self._state = state
 
     def close(self) -> None:
         self._http.close()
@@ -223,11 +258,38 @@ class Judge:
             return self._skipped("judge disabled by the task's policy", Decision.allow)
         if not self.settings.enabled:
             return self._skipped("no judge configured", self._policy_decision())
+        if (unused := self._unused()) is not None:
+            return unused
         prompt = action_prompt(
             action, task_context, history, max_chars=self.settings.max_prompt_chars
         )
         budget = min(self.settings.action_budget_s, self.settings.timeout_s)
         return self._review(prompt, budget)
+
+    def probe(self, action: Action, task_context: TaskContext) -> JudgeOutcome:
+        """One calibration question: asked whatever the calibration or the circuit says,
+        never answered from the cache nor counted as a review, within `timeout_s` (how
+        well it judges is measured here, not how fast)."""
+        prompt = action_prompt(action, task_context, max_chars=self.settings.max_prompt_chars)
+        started = time.monotonic()
+        deadline = started + self.settings.timeout_s
+        try:
+            model = self._resolve_model(deadline)
+            if not self._slots.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+                raise JudgeUnavailable("timeout", "no free judge slot within the budget")
+            try:
+                verdict, repaired = self._ask(model, prompt, deadline)
+            finally:
+                self._slots.release()
+        except JudgeUnavailable as exc:
+            return JudgeOutcome(
+                status=JudgeStatus.unavailable,
+                decision=self._policy_decision(),
+                reason=str(exc)[:1000],
+                latency_s=time.monotonic() - started,
+                failure=exc.reason,
+            )
+        return self._decide(prompt, verdict, started, cached=False, repaired=repaired)
 
     def review_trajectory(
         self,
@@ -245,6 +307,8 @@ class Judge:
         """
         if not (enabled and self.settings.enabled):  # no judge is no evidence of cheating
             return self._skipped("judge disabled", Decision.allow)
+        if (unused := self._unused()) is not None:
+            return unused.decided(Decision.allow)  # nor is a judge whose word is not used
         prompt = trajectory_prompt(
             statement, solution_or_diff, steps, max_chars=self.settings.max_prompt_chars
         )
@@ -268,6 +332,20 @@ class Judge:
     def _timed(self, kind: str, seconds: float) -> None:
         self._count(LATENCY, seconds, kind=kind)
         self._count(TIMED, kind=kind)
+
+    def _unused(self) -> JudgeOutcome | None:
+        """The outcome of a review not asked because calibration found the judge's verdicts
+        not worth using (or has not yet found them so); None when they are."""
+        state = self._state
+        if state is None or state.useful:
+            return None
+        self._count(CALLS, outcome="unused")
+        return JudgeOutcome(
+            status=JudgeStatus.unused,
+            decision=self._policy_decision(),
+            reason=f"the judge's answer is not used: {state.reason}"[:1000],
+            failure="unused",
+        )
 
     def _skipped(self, reason: str, decision: Decision) -> JudgeOutcome:
         self._count(CALLS, outcome="skipped")
@@ -334,6 +412,7 @@ class Judge:
                 reason=str(exc)[:1000],
                 latency_s=elapsed,
                 injection=tuple(prompt.injection),
+                failure=exc.reason,
             )
         self._failures = 0
         self._count(CALLS, outcome="repaired" if repaired else "ok")

@@ -45,6 +45,7 @@ class JudgeSettings:
     cache_ttl_s: int = defaults.JUDGE_CACHE_TTL_S
     max_prompt_chars: int = defaults.JUDGE_MAX_PROMPT_CHARS
     max_tokens: int = defaults.JUDGE_MAX_TOKENS
+    calibration_interval_s: float = defaults.JUDGE_CALIBRATION_INTERVAL_S
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.threshold <= 1.0:
@@ -62,7 +63,7 @@ class JudgeSettings:
     def from_settings(cls, settings: Settings) -> JudgeSettings:
         """The judge's part of the one `Settings` (PROCTOR_JUDGE_URL, _MODEL, _API_KEY,
         _TIMEOUT_S, _MAX_CONCURRENCY, _THRESHOLD, _FAILURE_POLICY, _ACTION_BUDGET_S,
-        _RESPONSE_FORMAT, _CACHE_TTL_S, _MAX_PROMPT_CHARS)."""
+        _RESPONSE_FORMAT, _CACHE_TTL_S, _MAX_PROMPT_CHARS, _CALIBRATION_INTERVAL_S)."""
         return cls(
             url=settings.judge_url.strip().rstrip("/"),
             model=settings.judge_model.strip(),
@@ -75,4 +76,5 @@ class JudgeSettings:
             response_format=ResponseFormat(settings.judge_response_format),
             cache_ttl_s=settings.judge_cache_ttl_s,
             max_prompt_chars=settings.judge_max_prompt_chars,
+            calibration_interval_s=settings.judge_calibration_interval_s,
         )

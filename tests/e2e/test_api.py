@@ -183,6 +183,7 @@ def test_health_readiness_and_metrics(http: httpx.Client) -> None:
     assert http.get("/healthz").json() == {"status": "ok"}
     ready = http.get("/readyz")
     assert ready.status_code == 200 and ready.json()["checks"]["workers"] >= 1
+    assert ready.json()["checks"]["judge"]["configured"] is False  # none in this deployment
     run(http, episode(ADD))
     text = http.get("/metrics").text
     assert 'proctor_episodes_total{verdict="passed"}' in text

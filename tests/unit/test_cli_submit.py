@@ -127,3 +127,49 @@ def test_metrics_parse_and_untrusted_text_is_plain() -> None:
     assert samples[("proctor_queue_depth", ())] == 2.0
     shown = plain("[bold]x[/bold]\x1b[2J<script>")
     assert shown.plain == "[bold]x[/bold][2J<script>" and not shown.spans
+
+
+def test_an_episode_shows_each_evidence_level_and_the_one_that_decided() -> None:
+    from rich.console import Console
+
+    from proctor.cli_episodes import render_result
+    from proctor.models import (
+        CheatCategory,
+        CheatReport,
+        EpisodeResult,
+        EpisodeStatus,
+        Evidence,
+        EvidenceSource,
+        Level,
+        Verdict,
+    )
+
+    def found(rule: str, level: Level, decisive: bool) -> Evidence:
+        return Evidence(
+            source=EvidenceSource.rule,
+            category=CheatCategory.test_tampering,
+            rule=rule,
+            detail="seen",
+            level=level,
+            decisive=decisive,
+        )
+
+    result = EpisodeResult(
+        id="ep_1",
+        status=EpisodeStatus.completed,
+        verdict=Verdict.cheat,
+        reward=0.0,
+        cheat=CheatReport(
+            detected=True,
+            evidence=[
+                found("net.external", Level.attempt, False),
+                found("tests.x", Level.cheat, True),
+            ],
+        ),
+    )
+    console = Console(record=True, width=200)
+    console.print(*render_result(result))
+    rows = [line for line in console.export_text().splitlines() if "seen" in line]
+    assert len(rows) == 2
+    assert "attempt" in rows[0] and "decided" not in rows[0]
+    assert "cheat, decided the verdict" in rows[1]

@@ -286,7 +286,7 @@ def test_outcome_resolves_the_rule_filters_review() -> None:
         "git-log-all",
         "vcs_history",
     )
-    assert screened.reason == "judge verdict: own log"
+    assert screened.reason == "judge verdict at confidence 0.90: own log"
 
 
 @pytest.mark.redis
