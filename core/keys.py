@@ -81,6 +81,8 @@ def prefetch(prefetch_id: str) -> str:
 
 # --- the judge
 JUDGE_CACHE_PREFIX: Final = PREFIX + "judge:"
+JUDGE_CALIBRATION: Final = PREFIX + "judge-calibration"  # the last calibration's finding
+JUDGE_CALIBRATION_LOCK: Final = PREFIX + "judge-calibration-lock"  # one process calibrates
 
 
 def episode(episode_id: str) -> str:
@@ -141,13 +143,3 @@ def catalog_scratch(token: str) -> str:
 def judge_cache(digest: str) -> str:
     """A cached judge verdict, by the hash of what was judged."""
     return JUDGE_CACHE_PREFIX + digest
-
-
-def judge_calibration() -> str:
-    """What the last calibration of the judge found (`anticheat.judge.calibration`)."""
-    return PREFIX + "judge-calibration"
-
-
-def judge_calibration_lock() -> str:
-    """Held while one worker process calibrates the judge for all."""
-    return PREFIX + "judge-calibration-lock"

@@ -239,7 +239,7 @@ def _not_reached(outcome: JudgeOutcome) -> bool:
 def read(client: redis.Redis) -> JudgeState | None:
     """The last calibration any worker published; None when there is none (or it is
     unreadable: then it is as if none had been made)."""
-    raw = client.get(keys.judge_calibration())
+    raw = client.get(keys.JUDGE_CALIBRATION)
     if raw is None:
         return None
     try:
@@ -250,12 +250,12 @@ def read(client: redis.Redis) -> JudgeState | None:
 
 
 def publish(client: redis.Redis, state: JudgeState, ttl_s: int) -> None:
-    client.set(keys.judge_calibration(), state.model_dump_json(), ex=ttl_s)
+    client.set(keys.JUDGE_CALIBRATION, state.model_dump_json(), ex=ttl_s)
 
 
 def claim(client: redis.Redis, owner: str, hold_s: int) -> bool:
     """Whether this process calibrates now: one at a time, the others read what it finds."""
-    return bool(client.set(keys.judge_calibration_lock(), owner, nx=True, ex=hold_s))
+    return bool(client.set(keys.JUDGE_CALIBRATION_LOCK, owner, nx=True, ex=hold_s))
 
 
 # Until this process knows a first calibration, it looks every WATCH_S (another process may

@@ -62,6 +62,9 @@ on the right; RQ's own keys, `rq:…`, are RQ's):
     worker-images         hash: worker name → JSON {at, images: {name: null    WORKER_IMAGES
                           (runnable) or why not}}
     judge:{digest}        string: a cached judge verdict, JSON                 judge_cache()
+    judge-calibration     string: what the judge's last calibration found,     JUDGE_CALIBRATION
+                          JSON (`anticheat.judge.calibration`)
+    judge-calibration-lock  string: held while one process calibrates        JUDGE_CALIBRATION_LOCK
     reservations:{host}   hash: episode id → JSON [worker, millicpus,         reservations()
                           memory MiB]: what the host's running episodes hold
                           of its budget (`reserve`, `release`)
