@@ -85,3 +85,21 @@ def test_a_shorter_compile_timeout_than_the_cached_compile_took_compiles_again(
         timeout=180,
     ).json()
     assert answer["compile_result"]["status"] == "TimeLimitExceeded", answer
+
+
+# a program that takes memory until it is stopped: on a cache hit, the program itself comes
+# in the request, and the sandbox's server must not be what the kernel stops for it
+GREEDY = (
+    "#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n"
+    "int main(){for(;;){char*p=(char*)malloc(16<<20);if(!p)return 7;memset(p,1,16<<20);}}\n"
+)
+
+
+def test_a_cached_program_that_exhausts_memory_is_the_codes_failure(service_url: str) -> None:
+    code = GREEDY + f"// {time.time_ns()}\n"
+    for _ in range(2):  # a compile, then a cache hit
+        body = {"code": code, "language": "cpp", "compile_timeout": 30, "memory_limit_MB": 256}
+        answer = httpx.post(f"{service_url}/run_code", json=body, timeout=180).json()
+        assert answer["status"] == "Failed", answer  # the code's failure, not SandboxError
+        assert answer["compile_result"]["status"] == "Finished", answer
+        assert answer["run_result"]["status"] == "MemoryLimitExceeded", answer
