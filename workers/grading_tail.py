@@ -69,16 +69,18 @@ def grade_reply(
         if isinstance(reply, RunnerBroken):
             raise reply
         result = _scored(rt, record, reply, sandbox, plan, steps, info, timings, reason)
-    except RunnerBroken as exc:  # the code under test broke the sandbox: its typed verdict
-        return broken_result(record, exc.failure, steps, info, timings)
-    evidence = evidence + added_evidence(plan.removed(reply))
+        evidence = evidence + added_evidence(plan.removed(reply))
+    except RunnerBroken as exc:  # the code under test broke the sandbox: its typed verdict,
+        # judged with what was found before it broke (a cheat that then exhausted its memory
+        # still pays the cheat reward; the steps' attempts stay on record)
+        result = broken_result(record, exc.failure, steps, info, timings)
     contacts_on = steps if graded_at is not None else ()  # the agent's steps, interactive
     evidence += rt.guard.network_evidence(
         sandbox, since=since, sent=sent, steps=contacts_on, graded_at=graded_at
     )
     judged, judge_status = rt.guard.judge_trajectory(record, steps, trajectory)
     final = apply_policy(record, result, evidence + judged, judge_status)
-    files = fetched(record.request.task, plan.fetch, reply)
+    files = fetched(record.request.task, plan.fetch, reply) if isinstance(reply, Results) else {}
     return final.model_copy(update={"files": files}) if files else final
 
 

@@ -7,14 +7,28 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from proctor.models import EpisodeResult, EpisodeStatus
+from proctor.models import (
+    CheatCategory,
+    EpisodeMode,
+    EpisodeResult,
+    EpisodeStatus,
+    Evidence,
+    EvidenceSource,
+    Level,
+    SandboxInfo,
+    Timings,
+    Verdict,
+)
+from tests.unit.workers import test_episode_levels as levels
 from workers import grading_tail, interactive, oneshot
-from workers.sandbox.protocol import RunResult
+from workers.evaluation.grading import GradingPlan
+from workers.sandbox.protocol import Run, RunResult
+from workers.sandbox.sandbox import Cause, Failure, RunnerBroken
 
 WORKERS = Path(grading_tail.__file__).parent
 # the steps of the tail: called from the tail (or, for the scoring helpers, from scored_results.py
@@ -125,3 +139,52 @@ def test_the_result_is_written_once_redis_answers_again(monkeypatch: pytest.Monk
     result = EpisodeResult(id="ep_1", status=EpisodeStatus.completed)
     assert grading_tail.write_result(store, result) is True  # type: ignore[arg-type]
     assert store.written == [result] and store.outage == 0
+
+
+class Guard:
+    """What the tail asks of the guard beside the evidence it is given: nothing more."""
+
+    def network_evidence(self, *args: object, **kwargs: object) -> list[Evidence]:
+        return []
+
+    def judge_trajectory(self, *args: object) -> tuple[list[Evidence], None]:
+        return [], None
+
+
+def test_a_cheat_whose_code_then_broke_its_sandbox_still_pays_the_cheat_reward() -> None:
+    """Out of memory after the screen found a cheat: the cheat reward, not a 0 that a
+    negative cheat reward would make the better outcome; without evidence, the typed 0."""
+    record = levels.record(EpisodeMode.oneshot)
+    cheat = Evidence(
+        source=EvidenceSource.rule,
+        category=CheatCategory.test_tampering,
+        rule="tests.early-exit",
+        detail="sys.exit(0) before the tests",
+        level=Level.cheat,
+    )
+    broken = RunnerBroken(Failure(Verdict.oom, "the sandbox ran out of memory", Cause.memory))
+    rt = SimpleNamespace(guard=Guard())
+    test = Run(command="true", timeout_s=1.0)
+    plan = GradingPlan(ops=[test], test=test, timeout_s=1.0)
+
+    def grade(evidence: list[Evidence]) -> EpisodeResult:
+        return grading_tail.grade_reply(
+            rt,  # type: ignore[arg-type]
+            record,
+            broken,
+            sandbox=None,  # type: ignore[arg-type]
+            plan=plan,
+            steps=[],
+            info=SandboxInfo(),
+            timings=Timings(),
+            evidence=evidence,
+            sent=0,
+            since=0.0,
+            trajectory="",
+        )
+
+    paid = grade([cheat])
+    assert (paid.verdict, paid.reward) == (Verdict.cheat, levels.CHEAT_REWARD)
+    assert [e.decisive for e in paid.cheat.evidence] == [True]
+    typed = grade([])
+    assert (typed.verdict, typed.reward) == (Verdict.oom, 0.0)
