@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import secrets
 import shlex
 from base64 import b64encode
@@ -272,12 +273,15 @@ def _grading_plan(
         }
     )
     limits = task.limits
+    program = python_program(task, command) if split else None
     test = Run(
         command=command,
         env=env,
         timeout_s=limits.timeout_s,
         output_bytes=limits.output_bytes,
         report=report if task.tests.format is TestFormat.junit else None,
+        program=program[0] if program else None,
+        stdin=program[1] if program else None,
     )
     grader_files = {"pytest.ini": "[pytest]\n", "key.json": secret}
     shared = {f"plugin/{plugin}.py": PLUGIN, **DEFENCES}
@@ -370,6 +374,20 @@ def _assert_plan(
     shared = {bootstrap.rsplit("/", 1)[1]: BOOTSTRAP, **DEFENCES}
     ops = _sealed_run(task, grader, grader_files, shared, test, keep=keep, restore=restore)
     return GradingPlan(ops=ops, test=test, timeout_s=limits.timeout_s)
+
+
+# `python3 script.py [< file]`: what a Python program's run is (`core.languages`, SandboxFusion's
+# `/run_code`), nothing a shell must read
+PYTHON_PROGRAM = re.compile(r"python3 ([\w.-]+\.py)(?: < ([\w.-]+))?")
+
+
+def python_program(task: TaskSpec, command: str) -> tuple[list[str], str | None] | None:
+    """A Python task's program run as a root server runs it without an interpreter's
+    start-up (`Run.program`: its argv, and the file on its stdin), or None."""
+    if task.tests.format is not TestFormat.exit_code or task.language != "python":
+        return None
+    match = PYTHON_PROGRAM.fullmatch(command)
+    return ([match.group(1)], match.group(2)) if match else None
 
 
 def split_shape(task: TaskSpec) -> SplitShape | None:

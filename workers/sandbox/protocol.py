@@ -275,6 +275,12 @@ class Run(Op[RunResult]):
     # a Python program (script and arguments) `command` runs as `python3 -I -B …`: the runner
     # runs it in a fork of itself instead, without a new interpreter's start-up
     python: list[str] | None = None
+    # a Python program (script and arguments) `command` runs as `python3 …` (the script's
+    # directory first on sys.path, stdin from `stdin`, a path in `cwd`): a root server runs
+    # it in a fork of its zygote, which never held a request, without an interpreter's
+    # start-up; elsewhere `command` runs
+    program: list[str] | None = None
+    stdin: str | None = None
     # grading across a process boundary (`assets/split_grader.py`, a root server only): the
     # tests, {"files", "binary", "shape"}, go to a grader process of a uid of its own; the
     # solution runs in another, as the episode; `report` is then the grader's record
