@@ -56,7 +56,7 @@ def library_task(ctx: Ctx) -> bool:
 
 
 # what the interpreter or pytest load by name, wherever they are: never an agent's own script
-_LOADED = frozenset(("conftest sitecustomize usercustomize __init__ __main__ setup").split())
+_LOADED = frozenset(["conftest", "sitecustomize", "usercustomize", "__init__", "__main__", "setup"])
 # directories an agent keeps its scratch in (the sandbox's writable mounts but the workspace)
 _SCRATCH_DIRS = ("/tmp/", "/var/tmp/", "/dev/shm/", "/home/sandbox/", "~/")
 
