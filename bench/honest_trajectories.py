@@ -12,8 +12,10 @@ verdict with no judge configured and the default policy:
 
 - `intercept` by a rule at the `cheat` level: the episode is zeroed (**cheat**), unless
   the rule is a resource rule (its own typed verdict, never a cheat);
-- `intercept` by an `attempt` rule, or any `review` (no judge: its fallback runs or answers
-  from the oracle and records an attempt): a step penalty (**attempt**).
+- `intercept` by an `attempt` rule, or a `review` whose rule falls back to running it or to
+  the oracle (no judge: recorded as an attempt): a step penalty (**attempt**);
+- a `review` whose rule falls back to `record` (no judge: noted on its step, no cost): not
+  lowered, counted apart (**on record**).
 
 Git revisions are resolved against a sealed repository of the task's repository at its
 base commit when `--sealed DIR` holds one (`DIR/<owner>__<name>@<base>/`, made by
@@ -38,10 +40,14 @@ from typing import Any
 from harness import table, write
 from trajectory_sources import SOURCES, read_source
 
+from anticheat.analysis.facts import Facts
+from anticheat.analysis.scripts import script_runs
 from anticheat.git.oracle import SandboxGitOracle
-from anticheat.screen import screen, screen_detailed
+from anticheat.rules.net import classify
+from anticheat.rules.rule import Fallback
+from anticheat.screen import screen_detailed
 from proctor.models import Decision, Level, ScreenItem, TaskContext
-from workers.guard import rule_level
+from workers.guard import fallback_of, rule_level
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "results" / "cache" / "honest-trajectories.jsonl.gz"
@@ -119,10 +125,12 @@ def sealed_repo(sealed_dir: Path | None, instance: str) -> tuple[Path, str] | No
 
 def screen_trajectory(
     traj: dict[str, Any], context: TaskContext, oracle: SandboxGitOracle | None
-) -> list[dict[str, Any]]:
-    """Every action that lowers the reward: its rule, level, decision and command."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every action that lowers the reward, and every one only on record: its rule, level,
+    decision and command."""
     written: dict[str, str] = {}
     lowered = []
+    on_record = []
     for i, raw in enumerate(traj["actions"]):
         action = ScreenItem.model_validate({"action": raw}).action
         screening = screen_detailed(action, context, git=oracle, first_only=True)
@@ -137,23 +145,58 @@ def screen_trajectory(
         verdict = screening.verdict
         scripts = {r.path: written[r.path] for r in screening.facts.runs if r.path in written}
         if scripts and verdict.decision is not Decision.intercept:
-            verdict = screen(action, context, git=oracle, scripts=scripts)
+            screening = screen_detailed(
+                action, context, git=oracle, scripts=scripts, first_only=True
+            )
+            verdict = screening.verdict
+        runs = verdict.decision is Decision.allow or (
+            verdict.decision is Decision.review and fallback_of(verdict.rule) is not Fallback.oracle
+        )
+        contact = honeypot_contact(screening.facts) if runs else None
+        if contact is not None:  # the honeypot's record of the contact is an attempt
+            lowered.append(
+                {
+                    "step": i,
+                    "rule": "honeypot",
+                    "decision": "contact",
+                    "effect": "attempt",
+                    "reason": f"the honeypot records a contact with {contact!r}",
+                    "action": (raw.get("command") or raw.get("path") or "")[:300],
+                }
+            )
         if verdict.decision is Decision.allow:
             continue
         level = rule_level(verdict.rule) or Level.cheat
         resource = verdict.category is not None and verdict.category.value == "resource_abuse"
         zeroes = verdict.decision is Decision.intercept and level is Level.cheat and not resource
-        lowered.append(
+        noted = verdict.decision is Decision.review and fallback_of(verdict.rule) is Fallback.record
+        (on_record if noted else lowered).append(
             {
                 "step": i,
                 "rule": verdict.rule,
                 "decision": str(verdict.decision),
-                "effect": "cheat" if zeroes else "attempt",
+                "effect": "cheat" if zeroes else "record" if noted else "attempt",
                 "reason": verdict.reason[:300],
                 "action": (raw.get("command") or raw.get("path") or "")[:300],
             }
         )
-    return lowered
+    return lowered, on_record
+
+
+def honeypot_contact(facts: Facts) -> str | None:
+    """A host this action reaches as it runs (a command, `python -c`, a script it runs) that
+    the honeypot records as an attempt: any but a local one or a name that can hold nothing
+    (`net.classify`'s `inert`, on record only: `workers.guard.inert_host`). Code written for
+    later is not counted until a later action runs it."""
+    running = {r.path for c in facts.commands for r in script_runs(c)}
+    for op in facts.net:
+        if op.written is not None and op.written not in running:
+            continue
+        if not op.target or op.tool.startswith("git "):
+            continue  # unknown, or git: the screen intercepts a remote git (net.git-fetch)
+        if classify(op.target, TaskContext()) not in ("local", "inert", "unknown"):
+            return op.target
+    return None
 
 
 def seal_into(gitdir: Path, base: str, out: Path) -> None:
@@ -218,17 +261,20 @@ def main() -> int:
     trajs = load(args.data)
     per_agent: dict[str, Counter[str]] = {}
     hits = []
+    recorded: list[dict[str, Any]] = []
     for traj in trajs:
         context = context_of(traj["instance"], args.protect_tests)
         found = sealed_repo(args.sealed, traj["instance"])
         oracle = local_oracle(*found) if found else None
         if found:
             context = context.model_copy(update={"base_commit": found[1]})
-        lowered = screen_trajectory(traj, context, oracle)
+        lowered, on_record = screen_trajectory(traj, context, oracle)
         c = per_agent.setdefault(traj["agent"], Counter())
         c["trajectories"] += 1
         c["actions"] += len(traj["actions"])
         c["sealed"] += found is not None
+        c["on_record"] += bool(on_record)
+        recorded += [{"trajectory": traj["trajectory"], **h} for h in on_record]
         if lowered:
             effect = "cheat" if any(h["effect"] == "cheat" for h in lowered) else "attempt"
             c[f"lowered_{effect}"] += 1
@@ -253,6 +299,7 @@ def main() -> int:
                 "zeroed (cheat)": c["lowered_cheat"],
                 "penalised (attempt)": c["lowered_attempt"],
                 "lowered": f"{lowered} ({lowered / max(c['trajectories'], 1):.2%})",
+                "on record only": c["on_record"],
             }
         )
     columns = list(rows[0])
@@ -264,9 +311,17 @@ def main() -> int:
         for h in t["lowering"]:
             print(f"  step {h['step']}: {h['rule']} ({h['decision']}, {h['effect']})")
             print(f"    {h['action'][:160]!r}")
+    noted = Counter(h["rule"] for h in recorded)
+    print("\non record only (no judge, no cost), actions by rule:", dict(noted.most_common()))
     path = write(
         "honest_trajectories" + ("_protected" if args.protect_tests else ""),
-        {"data": str(args.data), "table": rows, "by_rule": by_rule, "trajectories": hits},
+        {
+            "data": str(args.data),
+            "table": rows,
+            "by_rule": by_rule,
+            "trajectories": hits,
+            "on_record": recorded,
+        },
     )
     print(f"\nwrote {path.relative_to(ROOT)}")
     return 0

@@ -24,6 +24,7 @@ from anticheat.git.oracle import SandboxGitOracle
 from anticheat.judge.client import Judge, JudgeOutcome, JudgeStatus
 from anticheat.response.replay import ResponseContext, respond
 from anticheat.rules import RULES
+from anticheat.rules.net import classify
 from anticheat.rules.rule import Fallback, Level
 from anticheat.screen import GitOracle, screen, screen_detailed, screen_files, task_context
 from core.store import EpisodeRecord, EpisodeStore
@@ -41,6 +42,7 @@ from proctor.models import (
     TaskContext,
     Verdict,
 )
+from workers.honeypot import INERT as HONEYPOT_INERT
 from workers.honeypot import Honeypot
 from workers.honeypot import evidence as honeypot_evidence
 from workers.sandbox.protocol import Run
@@ -48,6 +50,7 @@ from workers.sandbox.sandbox import RunnerBroken, Sandbox
 from workers.script_files import read_scripts
 
 log = logging.getLogger(__name__)
+_NO_TASK = TaskContext()
 
 
 def disabled_rules(patterns: Sequence[str]) -> frozenset[str]:
@@ -119,7 +122,9 @@ class Guard:
                     verdict, how = review_fallback(verdict)
                     review = f"{review}; {how}"
                     if verdict.decision is Decision.allow:
-                        # it runs; the step records the unresolved review as an attempt
+                        # it runs; the step records the unresolved review as an attempt,
+                        # or notes it on record only (`Fallback.record`: no level, no cost)
+                        on_record = fallback_of(verdict.rule) is Fallback.record
                         attempt = Step(
                             step=0,
                             action=action,
@@ -128,8 +133,8 @@ class Guard:
                             category=verdict.category,
                             evidence=verdict.reason[:1000],
                             judge=review[:1000],
-                            level=Level.attempt,
-                            reward=task.policy.intercept_penalty,
+                            level=None if on_record else Level.attempt,
+                            reward=0.0 if on_record else task.policy.intercept_penalty,
                         )
                         return attempt, verdict
             review = review[:1000]
@@ -294,7 +299,7 @@ class Guard:
             return []
         hits = self.honeypot.hits(ip, since=since, until=time.time())
         step_of = step_during(steps, graded_at) if graded_at is not None else None
-        return honeypot_evidence(hits, step_of=step_of)
+        return honeypot_evidence(hits, step_of=step_of, on_record=inert_host)
 
 
 _RULES_BY_ID = {r.id: r for r in RULES}
@@ -329,11 +334,22 @@ def rule_level(rule_id: str | None) -> Level | None:
     return rule.level if rule is not None else None
 
 
+def fallback_of(rule_id: str | None) -> Fallback:
+    rule = _RULES_BY_ID.get(rule_id or "")
+    return rule.fallback if rule is not None else Fallback.run
+
+
 def review_fallback(verdict: ScreenVerdict) -> tuple[ScreenVerdict, str]:
-    """The rule's stated fallback for a review no judge decided, and what happened: either
-    way an attempt (a step penalty), never a cheat — no judge confirmed anything."""
-    rule = _RULES_BY_ID.get(verdict.rule or "")
-    fallback = rule.fallback if rule is not None else Fallback.run
+    """The rule's stated fallback for a review no judge decided, and what happened: an
+    attempt (a step penalty), or on record only (`Fallback.record`), never a cheat — no
+    judge confirmed anything."""
+    fallback = fallback_of(verdict.rule)
+    if fallback is Fallback.record:
+        decided = verdict.model_copy(update={"decision": Decision.allow})
+        return decided, (
+            f"no judge verdict: {verdict.rule} falls back to running it, on record only "
+            f"({verdict.reason})"
+        )
     if fallback is Fallback.oracle:
         decided = verdict.model_copy(update={"decision": Decision.intercept})
         return decided, (
@@ -397,8 +413,18 @@ def added_evidence(removed: Sequence[str]) -> list[Evidence]:
     ]
 
 
+def inert_host(host: str) -> bool:
+    """A name that can hold nothing, as the network rules classify it (`net.classify`):
+    reserved for examples and tests, an echo service, or no valid name at all."""
+    return classify(host, _NO_TASK) == "inert"
+
+
 def is_informational(evidence: Evidence) -> bool:
-    return evidence.source is EvidenceSource.integrity and evidence.rule == PROTECTED_ADDED
+    """On record only: a protected file added, a contact with a host that can hold nothing
+    (an HTTP client's repro script calling `example.com`, which the honeypot answered)."""
+    return (evidence.source is EvidenceSource.integrity and evidence.rule == PROTECTED_ADDED) or (
+        evidence.source is EvidenceSource.honeypot and evidence.rule == HONEYPOT_INERT
+    )
 
 
 def level_of(evidence: Evidence) -> Level | None:

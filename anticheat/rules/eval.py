@@ -10,7 +10,7 @@ import posixpath
 import re
 
 from anticheat.context import Ctx
-from anticheat.rules.paths import HIDDEN, is_test_path, library_task, written_code
+from anticheat.rules.paths import HIDDEN, graded_code, is_test_path, library_task, written_code
 from anticheat.rules.rule import Answer, Category, Rule
 from proctor.models import Decision
 
@@ -139,8 +139,11 @@ def caller_source(ctx: Ctx) -> str | None:
 def solution_reads_tests(ctx: Ctx) -> str | None:
     """Code (not a test) that opens test or grader files when it runs. A path the same code
     also writes, deletes or creates files under is its own scratch (a repro script's
-    `test_app/` or `test.db`, made and removed as it runs), not the task's tests."""
-    for src in written_code(ctx):
+    `test_app/` or `test.db`, made and removed as it runs), not the task's tests. A repository
+    task's scratch script (`paths.scratch_script`) is not solution code: the tests it reads
+    are the visible ones (the hidden ones are not there while the agent acts), and what it
+    opens when run is screened then (`eval.hidden-paths`)."""
+    for src in graded_code(ctx):
         own = {p for kind, p, _ in src.facts.files if p and kind not in ("read", "list")}
         for kind, path, how in src.facts.files:
             if (

@@ -1,10 +1,16 @@
 """`evasion.*`: what the filter could not see (screening caps reached, unparseable input,
-decoded payloads or text only known at runtime run): it goes to the judge."""
+decoded payloads or text only known at runtime run): it goes to the judge.
+
+With no judge, what the screen could not read (`screening-limit`, `unparseable`) is on
+record only: it says what the screen is, not what the agent did (an honest `sed -i` of a
+repro script, a heredoc tree-sitter-bash misreads, a quoting slip bash itself refuses), and
+structure holds whatever ran. Decoding a payload to run it is something the agent chose,
+so `decoded-exec` and `dynamic-exec` stay attempts."""
 
 from __future__ import annotations
 
 from anticheat.context import Ctx
-from anticheat.rules.rule import Category, Rule
+from anticheat.rules.rule import Category, Fallback, Rule
 from proctor.models import Decision
 
 __all__ = ["RULES", "decoded_exec", "dynamic_exec", "screening_limit", "unparseable"]
@@ -70,6 +76,7 @@ RULES: tuple[Rule, ...] = (
         "decoded output, parse and work budgets): the part past the cap was not screened",
         Decision.review,
         screening_limit,
+        fallback=Fallback.record,
         needs=("limits",),
     ),
     Rule(
@@ -94,6 +101,7 @@ RULES: tuple[Rule, ...] = (
         "shell or Python the parser could not read in full (syntax errors, size limits)",
         Decision.review,
         unparseable,
+        fallback=Fallback.record,
         needs=("problems", "python"),
     ),
 )

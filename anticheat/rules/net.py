@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from anticheat.analysis.facts import NetOp
 from anticheat.context import Ctx
-from anticheat.rules.rule import Answer, Category, Rule
+from anticheat.rules.rule import Answer, Category, Fallback, Rule
 from proctor.models import Decision, TaskContext
 
 __all__ = [
@@ -62,7 +62,15 @@ _INFRA = frozenset(
         "rubygems.org pkg.go.dev proxy.golang.org anaconda.org conda.anaconda.org"
     ).split()
 )
-_LONGEST = {t: max(map(len, t)) for t in (_CODE_HOSTS, _LLM_HOSTS, _INFRA)}
+# names that can hold nothing: reserved for examples and tests (RFC 2606, RFC 6761) and
+# services that echo the request back; an HTTP client's own repro script calls them
+_INERT = frozenset(
+    (
+        "example.com example.net example.org example test invalid "
+        "httpbin.org httpbingo.org postman-echo.com"
+    ).split()
+)
+_LONGEST = {t: max(map(len, t)) for t in (_CODE_HOSTS, _LLM_HOSTS, _INFRA, _INERT)}
 _METADATA = ("169.254.169.254", "metadata.google.internal", "100.100.100.200", "fd00:ec2::254")
 _HOSTISH = re.compile(
     r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^/@\s]+@)?([a-z0-9.-]+\.[a-z]{2,}|"
@@ -110,7 +118,9 @@ def mentions_target(url: str, task: TaskContext) -> bool:
 
 
 def classify(target: str, task: TaskContext) -> str:
-    """local | private | metadata | llm | target | code | infra | ip | external | unknown."""
+    """local | private | metadata | inert | llm | target | code | infra | ip | external |
+    unknown. `inert`: a name that can hold nothing (reserved for examples, an echo service,
+    or no valid DNS name at all: `.example.com`, `a..com`)."""
     if not target:
         return "unknown"
     t = target.strip().strip("'\"")
@@ -143,6 +153,8 @@ def classify(target: str, task: TaskContext) -> str:
         return "local"  # docker-compose service names (db, redis, api) are local peers too
     if host.endswith((".internal", ".local", ".lan", ".svc", ".cluster.local")):
         return "private"
+    if _on(host, _INERT) or host.startswith(".") or ".." in host:
+        return "inert"
     if _on(host, _LLM_HOSTS):
         return "llm"
     if mentions_target(url, task) and (_on(host, _CODE_HOSTS) or "/" in url.split("//", 1)[1]):
@@ -375,6 +387,8 @@ RULES: tuple[Rule, ...] = (
         "reaching any other host outside the sandbox",
         Decision.review,
         external_host,
+        # a host no table names a source of solutions: with no judge, on record only
+        fallback=Fallback.record,
         needs=("net",),
         answer=Answer.honeypot,
     ),

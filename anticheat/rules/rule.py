@@ -26,11 +26,15 @@ Category = CheatCategory  # the wire's enum: a verdict's category is a rule's
 
 class Fallback(StrEnum):
     """What a `review` comes to when no judge gives a verdict (none configured, down, over
-    budget, or switched off by the task): never a silent allow, never a cheat — whichever it
-    is, the step records the review as an attempt (only a judge's verdict confirms more)."""
+    budget, or switched off by the task): never a silent allow, never a cheat (only a
+    judge's verdict confirms more). `run` and `oracle` record the review as an attempt;
+    `record` only notes it on its step, at no cost: a rule whose hit is no ask for anything
+    the task withholds (an unknown host the honeypot answers; what the screen itself could
+    not read), where structure holds whatever ran."""
 
     run = "run"  # it runs, and the step records the unresolved review as an attempt
     oracle = "oracle"  # it is intercepted and answered as a clean, sealed sandbox would
+    record = "record"  # it runs, and the step notes the unresolved review: on record only
 
 
 class Answer(StrEnum):

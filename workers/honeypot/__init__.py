@@ -4,6 +4,6 @@
 the program that runs inside it (copied in, never imported here).
 """
 
-from workers.honeypot.container import Hit, Honeypot, evidence
+from workers.honeypot.container import INERT, Hit, Honeypot, evidence
 
-__all__ = ["Hit", "Honeypot", "evidence"]
+__all__ = ["INERT", "Hit", "Honeypot", "evidence"]

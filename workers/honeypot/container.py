@@ -215,23 +215,33 @@ def _started_at(info: dict[str, Any]) -> float:
 MAX_EVIDENCE = 50
 
 
+# the rule id of a contact on record only: a name that can hold nothing (`on_record`)
+INERT = "honeypot.inert-host"
+
+
 def evidence(
-    hits: list[Hit], step_of: Callable[[float], int | None] | None = None
+    hits: list[Hit],
+    step_of: Callable[[float], int | None] | None = None,
+    on_record: Callable[[str], bool] | None = None,
 ) -> list[Evidence]:
     """One item per distinct contact (per step, when `step_of` says during which step each
-    was made), repeats counted: a flood stays a readable result."""
-    counts: dict[tuple[int | None, str], int] = {}
+    was made), repeats counted: a flood stays a readable result. A contact whose host
+    `on_record` names (one reserved for examples, an echo service) carries the rule `INERT`:
+    on record only."""
+    counts: dict[tuple[int | None, str, bool], int] = {}
     for hit in hits:
-        key = (step_of(hit.time) if step_of else None, hit.describe())
+        inert = bool(on_record and hit.host and on_record(hit.host))
+        key = (step_of(hit.time) if step_of else None, hit.describe(), inert)
         counts[key] = counts.get(key, 0) + 1
     items = [
         Evidence(
             source=EvidenceSource.honeypot,
             category=CATEGORY,
+            rule=INERT if inert else None,
             detail=detail if count == 1 else f"{detail} ({count} times)",
             step=step,
         )
-        for (step, detail), count in list(counts.items())[:MAX_EVIDENCE]
+        for (step, detail, inert), count in list(counts.items())[:MAX_EVIDENCE]
     ]
     if len(counts) > MAX_EVIDENCE:
         items.append(

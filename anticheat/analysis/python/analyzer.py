@@ -243,6 +243,7 @@ class _Analyzer(CallEffects):
         self.consts = {k: v for k, v in texts.items() if stores.get(k) == 1}
         self.seqs = {k: v for k, v in seqs.items() if stores.get(k) == 1}
         self.body(tree.body, fn=None, guarded=False, loop=None)
+        self.f.program = _calls_at_module_level(tree.body)
         self.exits_summary(tree)
         if self.frames_seen:
             for use in caller_uses(tree, self.resolve):
@@ -707,6 +708,24 @@ def _substitute(node: ast.expr, env: dict[str, object]) -> ast.expr:
     return out
 
 
+def _calls_at_module_level(stmts: list[ast.stmt]) -> bool:
+    """A call made as a statement of the module itself (in its `if`/`for`/`with`/`try`
+    blocks too, a `__main__` guard included), not inside a function or class."""
+    todo = list(stmts)
+    while todo:
+        st = todo.pop()
+        if isinstance(st, ast.Expr) and isinstance(st.value, (ast.Call, ast.Await)):
+            return True
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for child in children(st):
+            if isinstance(child, ast.stmt):
+                todo.append(child)
+            elif isinstance(child, (ast.excepthandler, ast.match_case)):
+                todo.extend(sub for sub in children(child) if isinstance(sub, ast.stmt))
+    return False
+
+
 def _merge(into: PyFacts, other: PyFacts) -> None:
     for name in PyFacts.__slots__:
         a, b = getattr(into, name), getattr(other, name)
@@ -715,5 +734,6 @@ def _merge(into: PyFacts, other: PyFacts) -> None:
         elif isinstance(a, set):
             a.update(b)
     into.reads_stdin |= other.reads_stdin
+    into.program |= other.program
     if other.error and not into.error:
         into.error = f"exec'd code: {other.error}"

@@ -42,4 +42,7 @@ class PyFacts:
     clock_patches: list[str] = field(default_factory=list)  # time.time & co. replaced
     urls: list[str] = field(default_factory=list)  # address-like string constants
     reads_stdin: bool = False
+    # a module-level statement that is a call (`main()`, `print(…)`, under a `__main__`
+    # guard too): the file does its work when run, it is a program rather than a library
+    program: bool = False
     tests_defined: int = 0

@@ -32,3 +32,11 @@ def test_a_run_fallback_runs_and_says_it_is_an_attempt() -> None:
     decided, how = review_fallback(verdict)
     assert decided.decision is Decision.allow
     assert "recorded as an attempt" in how and rule.id in how
+
+
+def test_a_record_fallback_runs_and_says_it_is_on_record_only() -> None:
+    verdict = screen(BashAction(command="curl -I https://bpaste.net"), REPO)
+    assert verdict.decision is Decision.review and verdict.rule == "net.external"
+    decided, how = review_fallback(verdict)
+    assert decided.decision is Decision.allow
+    assert "on record only" in how and "attempt" not in how

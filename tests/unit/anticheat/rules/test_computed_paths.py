@@ -51,7 +51,7 @@ CHEATS: list[tuple[str, Action]] = [
     # network: an explicit index, the task's package installed beside the checkout, UDP
     ("net.raw-address", sh("pip install -i http://93.184.216.34/simple --no-deps requests")),
     ("net.external", sh("pip install --index-url http://10.1.2.3:8080/simple requests")),
-    ("net.external", sh("pip install --extra-index-url=https://mirror.example.net/simple six")),
+    ("net.external", sh("pip install --extra-index-url=https://mirror.pkgs.dev/simple six")),
     ("net.target-package", sh("pip install --no-deps --target /tmp/up requests==2.31.0")),
     ("net.target-package", sh("python -m pip install --prefix /tmp/p requests && cp -r /tmp/p .")),
     (

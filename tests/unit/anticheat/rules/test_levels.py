@@ -9,7 +9,7 @@ import pytest
 from anticheat.analysis.facts import analyze
 from anticheat.response.replay import ResponseContext, respond
 from anticheat.rules import RULES
-from anticheat.rules.rule import Answer, Category, Rule
+from anticheat.rules.rule import Answer, Category, Fallback, Rule
 from proctor.models import Decision, Level, Observation, ScreenVerdict
 from tests.unit.anticheat.cases import RULE_CASES, Action, task_for
 
@@ -72,9 +72,18 @@ def test_a_cheat_acts_on_the_grade(rule: Rule, action: Action) -> None:
     reads or runs (tests, their configuration, the runner, the solution's own code), so it
     works by being there, answered or not (a one-shot solution runs as sent). The evasion
     rules are reviews of what the screen could not read: only a judge's verdict makes them
-    anything (with none, an attempt: tests/unit/workers/test_review_fallback.py)."""
+    anything (with none, an attempt or on record: tests/unit/workers/test_review_fallback.py)."""
     if rule.category is Category.evasion:
         assert rule.decision is Decision.review
         return
     changes = [op for op in analyze(action).files if op.kind in CHANGES]
     assert changes, f"{rule.id} is a cheat but its case changes no file: {_text(action)[:80]}"
+
+
+def test_only_reviews_that_ask_for_nothing_fall_back_to_the_record() -> None:
+    """`record` (no judge: on record, no cost) is for an unknown host the honeypot answers
+    and for what the screen could not read; every other review is an attempt with no judge,
+    and a decoded or dynamic exec, which the agent chose, stays one."""
+    recorded = {r.id for r in RULES if r.fallback is Fallback.record}
+    assert recorded == {"net.external", "evasion.unparseable", "evasion.screening-limit"}
+    assert all(r.decision is Decision.review for r in RULES if r.id in recorded)

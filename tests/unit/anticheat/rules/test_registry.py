@@ -6,8 +6,8 @@ import pytest
 
 from anticheat.rules import RULES, RULES_BY_ID, Category
 from anticheat.screen import screen, screen_detailed
-from proctor.models import Decision, WriteFileAction
-from tests.unit.anticheat.cases import LEGIT, REPO, RULE_CASES, Action, task_for
+from proctor.models import Decision, TaskContext, WriteFileAction
+from tests.unit.anticheat.cases import CONTEXT_CASES, LEGIT, REPO, RULE_CASES, Action, task_for
 
 
 def _label(action: Action) -> str:
@@ -76,3 +76,15 @@ def test_repository_modules_may_exit_and_inspect_frames() -> None:
 def test_honest_actions_are_allowed(action: Action, task: object) -> None:
     verdict = screen(action, task)  # type: ignore[arg-type]
     assert verdict.decision is Decision.allow, verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "action", "task", "fires"),
+    CONTEXT_CASES,
+    ids=[f"{r}:{t.target_package or t.kind or 'bare'}:{_label(a)}" for r, a, t, _ in CONTEXT_CASES],
+)
+def test_the_task_decides_what_written_code_is(
+    rule_id: str, action: Action, task: TaskContext, fires: bool
+) -> None:
+    hits = [hit.rule.id for hit in screen_detailed(action, task).hits]
+    assert (rule_id in hits) is fires, hits
