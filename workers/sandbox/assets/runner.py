@@ -927,6 +927,11 @@ def become_program(spec: dict[str, Any], fds: list[int]) -> None:
             resource.setrlimit(getattr(resource, name), (value, value))
         os.setresgid(spec["gid"], spec["gid"], spec["gid"])
         os.setresuid(spec["uid"], spec["uid"], spec["uid"])
+        # dumpable again, as a program python3 started is (its own /proc/self/mem, fd…):
+        # nothing of a request or of another uid is in this memory, a fork of the zygote's
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         program = spec["program"]
         code = run_python(
             program["argv"],
