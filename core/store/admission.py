@@ -87,11 +87,17 @@ if fresh > 0 then
     end
   end
 end
+-- each new episode notes how many were ahead of it, and when (Redis's clock): where it
+-- leaves the queue, its wait per episode ahead measures the pace (pace.WAITED_LUA)
+local clock = redis.call('TIME')
+local admitted = clock[1] .. '.' .. string.format('%06d', tonumber(clock[2]))
+local ahead = depth
 for i, r in ipairs(ARG.requests) do
   if new[i] == 1 then
     local key = prefix .. ids[i]
     redis.call('HSET', key, 'request', r.request, 'status', QUEUED,
-               'created', r.created, 'mode', r.mode)
+               'created', r.created, 'mode', r.mode, 'ahead', ahead, 'admitted', admitted)
+    ahead = ahead + 1
     redis.call('EXPIRE', key, tonumber(r.ttl))
     redis.call('ZADD', KEY.active, r.created, ids[i])
     redis.call('ZADD', KEY.queued, r.created, ids[i])
