@@ -32,6 +32,7 @@ bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in 
 	@cd bench && ../$(PY) neighbours.py
 	@cd bench && ../$(PY) redis_cost.py
 	@cd bench && ../$(PY) capacity.py
+	@cd bench && ../$(PY) overload.py
 	@cd bench && ../$(PY) languages.py
 	@cd bench && ../$(PY) compile_time.py
 	@$(PY) bench/screen.py

@@ -24,9 +24,11 @@ PORT: Final = 8000  # the API's port
 MAX_BODY_BYTES: Final = 32 * 1024 * 1024  # largest request body read
 MAX_WAIT_S: Final = 300.0  # longest `?wait=` a request may block
 MAX_QUEUE_DEPTH: Final = 10_000  # queued episodes beyond which submissions get 429
-# estimated wait in the queue beyond which submissions get 429 (0: none — a trainer's batch
-# waits its turn; latency-bound deployments set it)
-MAX_QUEUE_WAIT_S: Final = 0.0
+# a submission whose first episode would wait longer than this in the queue gets 429 (0:
+# none). 1 s: `Retry-After` is whole seconds, and under 1 s a refused client cannot be told
+# to come back before the queue runs dry (at 0.5 s a C=16 loop ran at 2/s); at 1 s, 2x the
+# sustainable rate was served at 1.4x the C=16 p95 (docs/configuration.md, bench/overload.py)
+MAX_QUEUE_WAIT_S: Final = 1.0
 MAX_BATCH: Final = 1_000  # most episodes in one batch request
 RESULT_TTL_S: Final = 24 * 3600  # finished episodes stay readable this long
 REPO_TTL_S: Final = 24 * 3600  # a sealed repository outlives its last use by this

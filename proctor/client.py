@@ -76,11 +76,18 @@ def _check(response: httpx.Response) -> Any:
     except ValueError:
         body = response.text
     if response.status_code == 429:
-        retry = float(response.headers.get("Retry-After", "1"))
-        raise Overloaded(response.status_code, body, retry)
+        raise Overloaded(response.status_code, body, _retry_after(response))
     if response.status_code >= 500:
         raise Unavailable(f"{response.status_code}: {body}")
     raise ApiError(response.status_code, body)
+
+
+def _retry_after(response: httpx.Response) -> float:
+    """`Retry-After` in seconds (the service sends whole seconds; an HTTP date or none: 1)."""
+    try:
+        return max(float(response.headers.get("Retry-After", "1")), 0.0)
+    except ValueError:
+        return 1.0
 
 
 def _headers(token: str | None) -> dict[str, str]:
@@ -177,9 +184,19 @@ class Client:
         return EpisodeResult.model_validate(self._request("DELETE", f"/v1/episodes/{episode_id}"))
 
     def run(self, episode: EpisodeCreate, *, timeout_s: float = 600) -> EpisodeResult:
-        """Create an episode and wait for its result (server-side waits, no polling)."""
+        """Create an episode and wait for its result (server-side waits, no polling). A
+        full queue's 429 is waited out as its `Retry-After` says, while `timeout_s` allows;
+        past that, `Overloaded` is raised."""
         deadline = time.monotonic() + timeout_s
-        created = self.create(episode, wait_s=min(timeout_s, 300))
+        while True:
+            try:
+                left = deadline - time.monotonic()
+                created = self.create(episode, wait_s=min(max(left, 1), 300))
+                break
+            except Overloaded as exc:
+                if time.monotonic() + exc.retry_after > deadline:
+                    raise
+                time.sleep(exc.retry_after)
         if isinstance(created, EpisodeResult):
             return created
         while True:
@@ -378,8 +395,17 @@ class AsyncClient:
         )
 
     async def run(self, episode: EpisodeCreate, *, timeout_s: float = 600) -> EpisodeResult:
+        """`Client.run`: a 429 is waited out as its `Retry-After` says, within `timeout_s`."""
         deadline = time.monotonic() + timeout_s
-        created = await self.create(episode, wait_s=min(timeout_s, 300))
+        while True:
+            try:
+                left = deadline - time.monotonic()
+                created = await self.create(episode, wait_s=min(max(left, 1), 300))
+                break
+            except Overloaded as exc:
+                if time.monotonic() + exc.retry_after > deadline:
+                    raise
+                await asyncio.sleep(exc.retry_after)
         if isinstance(created, EpisodeResult):
             return created
         while True:

@@ -8,8 +8,10 @@
     ├── Conflict             409: the episode is in a state that does not allow this
     ├── PayloadTooLarge      413
     ├── Overloaded           429: the queue is over its bound; retry after a while
-    └── ServiceUnavailable   503: our infrastructure is not answering (Redis, or no live
-                             worker can run the task's image); retry after a while
+    ├── ServiceUnavailable   503: our infrastructure is not answering (Redis, or no live
+    │                        worker can run the task's image); retry after a while
+    └── GatewayTimeout       504: SandboxFusion's overload answer: the queue is longer than
+                             the client waits (`service.overload`); retry after a while
 
 Whatever answers an error — these, a request that fails validation, a body that cannot be
 parsed (400), an unexpected failure of ours (500) — answers it in one envelope,
@@ -64,6 +66,8 @@ ERROR_DESCRIPTIONS = {
     500: "our own failure (a bug); the request may be retried",
     503: "our infrastructure is not answering (Redis, or no live worker can run the image); "
     "retry after `Retry-After` seconds",
+    504: "the queue is longer than the client waits for this request (SandboxFusion's "
+    "overload answer, which its clients retry); retry after `Retry-After` seconds",
 }
 
 
@@ -114,6 +118,10 @@ class Overloaded(ApiError):
 
 class ServiceUnavailable(ApiError):
     status_code = 503
+
+
+class GatewayTimeout(ApiError):
+    status_code = 504
 
 
 def _error_body(kind: str, message: str, **extra: object) -> dict[str, object]:

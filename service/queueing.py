@@ -33,7 +33,6 @@ import asyncio
 import contextvars
 import hashlib
 import json
-import math
 import time
 from collections.abc import Sequence
 
@@ -61,6 +60,7 @@ from core.queues import QUEUE_NAME, RUN_EPISODE, host_queue_name
 from core.store import EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeMode
 from service.errors import Overloaded
+from service.overload import retry_after
 
 # The request of this context that was let through after a refusal (`check_open`)
 _PROBE: contextvars.ContextVar[object | None] = contextvars.ContextVar("probe", default=None)
@@ -151,7 +151,7 @@ class EpisodeQueue:
             raise Overloaded(
                 f"the queue is over its bound (about {left:.2f} s more by its drain rate); "
                 "retry later",
-                headers={"Retry-After": str(max(1, math.ceil(left)))},
+                headers={"Retry-After": retry_after(left)},
             )
         if not self._refused_last or _PROBE.get() is not None:
             return
@@ -178,32 +178,40 @@ class EpisodeQueue:
         if token is not None and probe is not None and probe[0] is token:
             self._probe = None
 
-    def submit(self, requests: Sequence[EpisodeCreate]) -> list[str]:
+    def submit(
+        self, requests: Sequence[EpisodeCreate], *, patience_s: float | None = None
+    ) -> list[str]:
         """Store and enqueue episodes (a whole batch at once, or none of it); ids in order.
 
         Retries (one idempotency key) share one episode (see the module docstring). Beyond
-        a bound — the queue's depth, or the wait the batch's last episode would see — the
+        a bound — the queue's depth, or the wait the batch's first episode would see — the
         whole batch is refused (429) rather than queue work nobody will wait for.
+        `patience_s`: a held adapter request's own wait bound instead of the deployment's
+        (`service.overload`); such a call neither asks the door nor shuts it.
         """
-        self.check_open()
+        held = patience_s is not None
+        if not held:
+            self.check_open()
+        bound = self.max_wait_s if patience_s is None or not self.max_wait_s else patience_s
         dedup_keys = [dedup_key(r) if self.dedup_ttl_s > 0 else None for r in requests]
         admission = self.store.create(
             requests,
             dedup_keys=dedup_keys,
             max_queued=self.max_depth,
-            max_wait_s=self.max_wait_s,
+            max_wait_s=bound,
             worker_ttl_s=self.worker_ttl_s,
             dedup_ttl_s=self.dedup_ttl_s,
         )
-        self._refused_last, self._probe = admission.refused, None
-        if admission.refused:
-            self._shut_until = time.monotonic() + min(admission.reopen_s, MAX_SHUT_S)
+        if not held:
+            self._refused_last, self._probe = admission.refused, None
+            if admission.refused:
+                self._shut_until = time.monotonic() + min(admission.reopen_s, MAX_SHUT_S)
         if admission.refused and admission.wait_s is not None:
             raise Overloaded(
                 f"the queue holds {admission.depth} episodes: about {admission.wait_s:.1f} s "
-                f"of waiting (bound {self.max_wait_s:g} s); retry later",
+                f"of waiting before a new one starts (bound {bound:g} s); retry later",
                 # by then the queue has drained to what the bound admits
-                headers={"Retry-After": str(max(1, math.ceil(admission.wait_s - self.max_wait_s)))},
+                headers={"Retry-After": retry_after(admission.reopen_s)},
             )
         if admission.refused:
             raise Overloaded(

@@ -97,6 +97,8 @@ the terminal result, so it lists exactly the episodes that ended (see catalog_in
 
 Fields of `episode:{id}` (`RecordField`), by who writes them:
     request, status, mode, created   the API, creating it (`create`, `add`)
+    ahead, admitted                  `create`: the episodes queued ahead of it, and when (the
+                                     pace `advance` measures as it leaves the queue)
     worker, host                     the worker that starts it (`advance`)
     container                        one-shot: its container's name (`advance`)
     container, container_name, container_ip, keep, restore, observation, sandbox_start_s,

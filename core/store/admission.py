@@ -18,17 +18,19 @@ from proctor.models import EpisodeCreate, EpisodeStatus
 
 # Dedup, the queue bounds and the records of a whole batch in one step, so that concurrent
 # submissions can neither run identical requests twice nor overshoot a bound. Two bounds:
-# the queue's depth, and (when set) the wait of the batch's last episode: what is queued
-# times the mean gap between two ends while episodes waited throughout (the drain rate,
-# core/store/pace.py; Little's law). Until episodes have waited, a worker's mean time on an
-# episode over the live workers stands in (it misses what a worker spends between
-# episodes); until an episode has ended only the depth bound holds. With nothing queued a
-# batch passes the wait bound, so one larger than it still gets in.
+# the queue's depth, and (when set) the wait of the batch's first episode, when it would
+# start: what is queued ahead of it times the mean gap between two ends while episodes
+# waited throughout (the drain rate, core/store/pace.py; Little's law). A batch is admitted
+# whole when the queue ahead of it is short and refused whole when not, whatever its size
+# (judged by its last episode, a trainer's batch of 64-512 was refused by any queue at all).
+# Until episodes have waited, a worker's mean time on an episode over the live workers
+# stands in (it misses what a worker spends between episodes); until an episode has ended
+# only the depth bound holds.
 # ARG: depth bound, wait bound (s, 0: none), dedup ttl, episode key prefix, live since
 # (the heartbeat cutoff), then per request: fresh id, dedup key ('' when not shareable),
 # created, record ttl, request json, mode.
 # → {0, depth, wait ms, reopen ms} when a bound refuses the batch (nothing written; wait -1:
-#   the depth bound; reopen: the drain time until a single new episode would pass), else
+#   the depth bound; reopen: the drain time until a new submission would pass), else
 #   {1, depth, id1, new1, id2, new2, …}: each request's episode, and whether it is new.
 CREATE = LuaScript(
     name="create",
@@ -79,18 +81,23 @@ if fresh > 0 then
       local reopen = per and (depth + 1 - bound) * per or 0
       return {0, depth, -1, math.floor(math.max(reopen, 0) * 1000)}
     end
-    local wait = per and (depth + fresh) * per
+    local wait = per and depth * per
     if wait and wait > most then
-      local reopen = math.max((depth + 1) * per - most, 0)
-      return {0, depth, math.floor(wait * 1000), math.floor(reopen * 1000)}
+      return {0, depth, math.floor(wait * 1000), math.floor((wait - most) * 1000)}
     end
   end
 end
+-- each new episode notes how many were ahead of it, and when (Redis's clock): where it
+-- leaves the queue, its wait per episode ahead measures the pace (pace.WAITED_LUA)
+local clock = redis.call('TIME')
+local admitted = clock[1] .. '.' .. string.format('%06d', tonumber(clock[2]))
+local ahead = depth
 for i, r in ipairs(ARG.requests) do
   if new[i] == 1 then
     local key = prefix .. ids[i]
     redis.call('HSET', key, 'request', r.request, 'status', QUEUED,
-               'created', r.created, 'mode', r.mode)
+               'created', r.created, 'mode', r.mode, 'ahead', ahead, 'admitted', admitted)
+    ahead = ahead + 1
     redis.call('EXPIRE', key, tonumber(r.ttl))
     redis.call('ZADD', KEY.active, r.created, ids[i])
     redis.call('ZADD', KEY.queued, r.created, ids[i])
@@ -117,8 +124,8 @@ class Admission:
     new: list[bool]
     depth: int  # episodes queued after the call; at refusal, before it
     refused: bool  # a queue bound was reached: nothing was written
-    wait_s: float | None = None  # refused by the wait bound: the wait it estimated
-    reopen_s: float = 0.0  # refused: by the drain rate, when a single new episode would pass
+    wait_s: float | None = None  # refused by the wait bound: its first episode's wait
+    reopen_s: float = 0.0  # refused: by the drain rate, when a new submission would pass
 
 
 class EpisodeAdmission:

@@ -17,7 +17,7 @@ from core.sink import EpisodeSink
 from core.store.catalog_index import CATALOG_LUA, CatalogEntry, catalog_terms, latency_bucket
 from core.store.counters import LATENCY_FIELDS, LATENCY_METRICS, STATS_LUA
 from core.store.encoding import storable
-from core.store.pace import BUSY_LUA, CONSTANTS_LUA, DRAIN_LUA
+from core.store.pace import BUSY_LUA, CONSTANTS_LUA, DRAIN_LUA, WAITED_LUA
 from core.store.records import RecordField, SandboxState
 from core.store.scripts import BoundScript, LuaScript
 from proctor.models import EpisodeCreate, EpisodeResult, EpisodeStatus
@@ -31,6 +31,7 @@ ADVANCE = LuaScript(
     args=("id", "status"),
     rest_args="fields",
     statuses=True,
+    constants=CONSTANTS_LUA,
     body="""
 local cur = redis.call('HGET', KEY.episode, 'status')
 if not cur then return -1 end
@@ -38,10 +39,14 @@ if TERMINAL[cur] then return 0 end
 local id = ARG.id
 -- the status and the fields, in one HSET
 redis.call('HSET', KEY.episode, 'status', ARG.status, unpack(ARG.fields))
-if ARG.status ~= QUEUED and redis.call('ZREM', KEY.queued, id) == 1
-   and redis.call('ZCARD', KEY.queued) == 0 then
-  -- the queue ran dry: until the next end, workers may idle, so that gap is no drain
-  redis.call('HSET', KEY.pace, 'waiting', 0)
+if ARG.status ~= QUEUED and redis.call('ZREM', KEY.queued, id) == 1 then
+"""
+    + WAITED_LUA
+    + """
+  if redis.call('ZCARD', KEY.queued) == 0 then
+    -- the queue ran dry: until the next end, workers may idle, so that gap is no drain
+    redis.call('HSET', KEY.pace, 'waiting', 0)
+  end
 end
 if ARG.status == RUNNING and redis.call('HGET', KEY.episode, 'mode') == INTERACTIVE then
   redis.call('PUBLISH', KEY.events, id)

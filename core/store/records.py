@@ -39,6 +39,8 @@ class RecordField(StrEnum):
     result = "result"
     finished = "finished"
     summary = "summary"
+    ahead = "ahead"  # queued episodes ahead of it when it was admitted (the pace)
+    admitted = "admitted"  # … and when, by Redis's clock
 
 
 def new_episode_id() -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 
 from anyio import to_thread
 from redis.exceptions import RedisError
@@ -23,6 +24,7 @@ from service.episodes import (
     wait_for_public,
 )
 from service.errors import ApiError
+from service.overload import patience_s
 from service.repos import resolve_ref
 
 log = logging.getLogger(__name__)
@@ -45,7 +47,9 @@ async def run_within(
 
     Time limits are cut so an episode ends as `timeout` inside the deadline; one still
     unfinished at the deadline is ended: `timeout` if it was running, `infra_error` if it
-    never got a sandbox (a backlog is our failure, not the answer's).
+    never got a sandbox (a backlog is our failure, not the answer's). The queue's wait bound
+    is the client's own patience here (`service.overload`): refused only when the queue
+    ahead is longer than the client waits, as `Overloaded` in every slot.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + deadline_s
@@ -75,9 +79,15 @@ async def run_within(
         slots.append(None)
     ended: list[EpisodeResult | Exception] = []
     try:
+        ids: list[str] = []
         if valid:
             await to_thread.run_sync(resources.images.check, valid)
-        ids = await to_thread.run_sync(resources.queue.submit, valid) if valid else []
+            # held rather than refused: admitted if it would start in time to end in time
+            slowest = max(e.task.limits.timeout_s for e in valid)
+            margin = min(ADAPTER_START_MARGIN_S, 0.4 * deadline_s)
+            patience = patience_s(deadline - loop.time(), slowest, margin)
+            submit = partial(resources.queue.submit, valid, patience_s=patience)
+            ids = await to_thread.run_sync(submit)
     except (ApiError, RedisError) as exc:  # no worker, backpressure, Redis: say so in the body
         log.warning("adapter: could not enqueue %d episodes: %s", len(valid), exc)
         ids, ended = [], [exc] * len(valid)

@@ -77,6 +77,7 @@ from proctor.models import (
 )
 from service.adapters.deadline import run_within
 from service.deps import Resources
+from service.errors import GatewayTimeout, Overloaded
 from service.idempotency import keyed
 
 STDIN_FILE = ".proctor-stdin"
@@ -418,4 +419,9 @@ async def run_code(
     )
     deadline = min(deadline, resources.settings.max_wait_s)
     [outcome] = await run_within(resources, [episode], deadline)
+    if isinstance(outcome, Overloaded):
+        # the queue is longer than the client waits: SandboxFusion's overload answer (its
+        # gateway's), the one status verl's client retries; a 429 or a SandboxError it
+        # would score as the sample's failure
+        raise GatewayTimeout(outcome.message, headers=outcome.headers)
     return run_code_response(outcome, compiled=languages.language(request.language).compiled)

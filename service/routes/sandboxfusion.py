@@ -23,7 +23,7 @@ router = APIRouter(tags=["sandboxfusion"])
     operation_id="sandboxfusion_run_code",
     response_model=RunCodeResponse,
     dependencies=[AdapterAuthenticated],
-    responses=error_responses(400, 401, 413, 422, 503),
+    responses=error_responses(400, 401, 413, 422, 503, 504),
 )
 async def run_code(
     request: RunCodeRequest,
@@ -33,7 +33,8 @@ async def run_code(
 ) -> RunCodeResponse:
     """Every call is a run of its own (SandboxFusion's behaviour: two equal programs, two
     runs), unless it carries an `Idempotency-Key` a retry repeats, or the URL asks for
-    content dedup (`?share_identical=true`)."""
+    content dedup (`?share_identical=true`). Past the queue's wait bound the call is held,
+    not refused; only a queue longer than its client waits answers 504 (`service.overload`)."""
     return await sandboxfusion.run_code(
         resources, request, idempotency_key=idempotency_key, share_identical=share_identical
     )

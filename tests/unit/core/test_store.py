@@ -229,10 +229,10 @@ def test_the_wait_bound_counts_the_drain_rate_once_measured(
         [REQUEST] * 10, dedup_keys=[None] * 10, max_queued=1000, max_wait_s=5, dedup_ttl_s=60
     ).refused
     refused = fresh_queue.create(
-        [REQUEST], dedup_keys=[None], max_queued=1000, max_wait_s=1.05, dedup_ttl_s=60
+        [REQUEST], dedup_keys=[None], max_queued=1000, max_wait_s=0.95, dedup_ttl_s=60
     )
-    assert refused.refused and refused.wait_s == pytest.approx(1.1)  # not 11 * 0.01
-    assert refused.reopen_s == pytest.approx(0.05)  # two ends more and a single one passes
+    assert refused.refused and refused.wait_s == pytest.approx(1.0)  # not 10 * 0.01
+    assert refused.reopen_s == pytest.approx(0.05)  # half an end more and it passes
 
 
 @pytest.mark.redis
@@ -254,10 +254,11 @@ def test_the_wait_bound_refuses_what_would_wait_past_it(
     assert not admit(1, 0.5).refused  # no pace yet: the depth bound only
     quiet_redis.delete(keys.QUEUED)
     quiet_redis.hset(keys.PACE, "busy", "0.2")  # two live workers, 200 ms each: 10/s
-    assert not admit(20, 5.0).refused  # the 20th waits ~2 s
-    refused = admit(1, 1.5)  # the 21st would wait ~2.1 s
+    assert not admit(20, 1.5).refused  # nothing ahead of its first (its 20th waits ~2 s)
+    refused = admit(1, 1.5)  # 20 ahead: it would start in ~2 s
     assert refused.refused and refused.depth == 20
-    assert refused.wait_s == pytest.approx(2.1)
+    assert refused.wait_s == pytest.approx(2.0)
+    assert admit(5, 1.5).refused  # a batch is refused whole, by its first
     assert not admit(1, 2.5).refused
     assert not admit(1, 0.0).refused  # no wait bound: the depth bound only
     assert fresh_queue.queued_count() == 22
@@ -266,7 +267,7 @@ def test_the_wait_bound_refuses_what_would_wait_past_it(
 
 
 @pytest.mark.redis
-def test_a_refusal_says_when_a_single_episode_would_pass(
+def test_a_refusal_says_when_a_new_submission_would_pass(
     quiet_redis: redis.Redis, fresh_queue: EpisodeStore
 ) -> None:
     def admit(count: int, *, max_queued: int = 1000, max_wait_s: float = 0.0) -> Admission:
@@ -284,8 +285,32 @@ def test_a_refusal_says_when_a_single_episode_would_pass(
     quiet_redis.hset(keys.PACE, "gap", "0.1")
     # the depth bound: 10 queued, 8 admitted, so three ends before one more fits
     assert admit(1, max_queued=8).reopen_s == pytest.approx(0.3)
-    # the wait bound: a single one would wait 1.1 s against 0.6 s
-    assert admit(1, max_wait_s=0.6).reopen_s == pytest.approx(0.5)
+    # the wait bound: a new one would start in 1.0 s against 0.6 s, a batch as a single one
+    assert admit(1, max_wait_s=0.6).reopen_s == pytest.approx(0.4)
+    assert admit(50, max_wait_s=0.6).reopen_s == pytest.approx(0.4)
     # a batch too large for either bound, where a single one still fits: no wait for that
     large = admit(20, max_queued=25, max_wait_s=2.0)
     assert large.refused and large.reopen_s == 0.0
+
+
+@pytest.mark.redis
+def test_an_episode_leaving_the_queue_measures_its_wait_per_episode_ahead(
+    quiet_redis: redis.Redis, fresh_queue: EpisodeStore
+) -> None:
+    """What the wait bound estimates, measured: also when the queue never stays full (a
+    bound that thought the drain slow refused all but a queue of one or two, which ran dry
+    between ends: the drain gaps alone then never corrected it)."""
+    quiet_redis.hset(keys.PACE, mapping={"gap": "0.5", "gaps": "1"})  # thought slow
+    first, second, third = (created(fresh_queue) for _ in range(3))  # 0, 1, 2 ahead
+    assert fresh_queue.advance(first, EpisodeStatus.starting)  # none ahead: says nothing
+    assert pace(quiet_redis, "gap") == 0.5
+    time.sleep(0.1)
+    assert fresh_queue.advance(second, EpisodeStatus.starting)  # ~0.1 s behind one
+    after = pace(quiet_redis, "gap")
+    assert after is not None and (0.5 + 0.1) / 2 <= after < (0.5 + 0.5) / 2
+    assert pace(quiet_redis, "gaps") == 2
+    assert fresh_queue.advance(third, EpisodeStatus.starting)  # ~0.1 s behind two: 0.05
+    faster = pace(quiet_redis, "gap")
+    assert faster is not None and faster < after
+    assert fresh_queue.advance(third, EpisodeStatus.running)  # it left the queue once
+    assert pace(quiet_redis, "gaps") == 3

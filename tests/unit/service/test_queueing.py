@@ -43,18 +43,19 @@ def test_a_refusal_by_the_wait_bound_says_when_to_retry(
     quiet_redis.hset(keys.PACE, "busy", "0.2")  # 10 episodes/s
     with pytest.raises(Overloaded) as refused:
         queue.submit([REQUEST])
-    assert refused.value.headers == {"Retry-After": "3"}  # 3.1 s of waiting, 1 s admitted
-    assert "3.1 s of waiting" in refused.value.message
+    # 30 ahead: it would start in 3 s; by 2 s from now the queue has drained to the bound
+    assert refused.value.headers == {"Retry-After": "2"}
+    assert "3.0 s of waiting" in refused.value.message
 
 
 @pytest.mark.redis
 def test_after_a_refusal_the_door_stays_shut_until_the_queue_would_take_one_more(
     quiet_redis: redis.Redis, queue: EpisodeQueue
 ) -> None:
-    quiet_redis.hset(keys.PACE, "gap", "0.06")  # a single one would wait 31 * 0.06 s
+    quiet_redis.hset(keys.PACE, "gap", "0.06")  # a new one would start in 30 * 0.06 s
     with pytest.raises(Overloaded):
         queue.submit([REQUEST])
-    # for the next 0.86 s the refusal is this process's own, without asking Redis
+    # for the next 0.8 s the refusal is this process's own, without asking Redis
     quiet_redis.delete(keys.QUEUED)
     with pytest.raises(Overloaded) as shut:
         queue.submit([REQUEST])
@@ -64,22 +65,74 @@ def test_after_a_refusal_the_door_stays_shut_until_the_queue_would_take_one_more
     queue.check_open()
 
 
+def different(n: int) -> list[EpisodeCreate]:
+    return [REQUEST.model_copy(update={"metadata": {"n": str(i)}}) for i in range(n)]
+
+
 @pytest.mark.redis
-def test_a_batch_refused_for_its_size_leaves_the_door_open(
+def test_a_batch_is_judged_by_when_its_first_episode_would_start(
     quiet_redis: redis.Redis, queue: EpisodeQueue
 ) -> None:
-    quiet_redis.hset(keys.PACE, "gap", "0.01")  # a single one would wait 0.31 s
-    with pytest.raises(Overloaded):
-        # 1.1 s for the last of 80 different ones
-        queue.submit([REQUEST.model_copy(update={"metadata": {"n": str(n)}}) for n in range(80)])
+    """A trainer's batch into a short queue is admitted whole, however long it is itself;
+    the next submission then waits behind all of it."""
+    quiet_redis.hset(keys.PACE, "gap", "0.01")  # its first would start in 30 * 0.01 s
+    ids = queue.submit(different(512))  # its last would start in 5.4 s: admitted all the same
+    assert len(ids) == len(set(ids)) == 512
+    assert quiet_redis.zcard(keys.QUEUED) == 30 + 512
     queue.check_open()
+    with pytest.raises(Overloaded) as refused:
+        queue.submit(different(64))  # 542 ahead: it would start in 5.42 s
+    assert refused.value.headers == {"Retry-After": "5"}  # 4.42 s until 1 s is left
+    assert quiet_redis.zcard(keys.QUEUED) == 30 + 512  # refused whole: nothing written
+
+
+@pytest.mark.redis
+def test_a_batch_into_a_long_queue_is_refused_whole(
+    quiet_redis: redis.Redis, queue: EpisodeQueue
+) -> None:
+    quiet_redis.hset(keys.PACE, "gap", "0.04")  # its first would start in 1.2 s
+    with pytest.raises(Overloaded) as refused:
+        queue.submit(different(64))
+    assert refused.value.headers == {"Retry-After": "1"}
+    assert quiet_redis.zcard(keys.QUEUED) == 30
+
+
+@pytest.mark.redis
+def test_into_an_empty_queue_any_batch_passes_the_wait_bound(
+    quiet_redis: redis.Redis, queue: EpisodeQueue
+) -> None:
+    quiet_redis.delete(keys.QUEUED)
+    quiet_redis.hset(keys.PACE, "gap", "10")  # a slow drain: but nothing is ahead
+    assert len(queue.submit(different(8))) == 8
+
+
+@pytest.mark.redis
+def test_a_held_request_is_bound_by_its_own_patience_not_the_door(
+    quiet_redis: redis.Redis, queue: EpisodeQueue
+) -> None:
+    """An adapter's request (`patience_s`) is admitted if it would start within what its
+    client waits, past the deployment's bound and with the door shut; past its patience it
+    is refused without shutting the door for the others."""
+    quiet_redis.hset(keys.PACE, "gap", "0.1")  # 30 ahead: 3 s
+    with pytest.raises(Overloaded):
+        queue.submit([REQUEST])  # past the bound of 1 s: the door shuts
+    with pytest.raises(Overloaded):
+        queue.check_open()
+    [held] = queue.submit([REQUEST], patience_s=8.0)
+    assert quiet_redis.zscore(keys.QUEUED, held) is not None
+    with pytest.raises(Overloaded) as refused:
+        queue.submit([REQUEST], patience_s=2.0)  # 31 ahead: 3.1 s
+    assert refused.value.headers == {"Retry-After": "2"}  # 1.1 s until 2 s are left
+    unbounded = EpisodeQueue(quiet_redis, queue.store, max_wait_s=0.0)
+    unbounded.submit([REQUEST], patience_s=0.5)  # no wait bound in this deployment at all
+    unbounded.check_open()
 
 
 @pytest.mark.redis
 def test_when_the_door_opens_one_request_finds_out_while_the_others_are_refused(
     quiet_redis: redis.Redis, queue: EpisodeQueue
 ) -> None:
-    quiet_redis.hset(keys.PACE, "gap", "0.035")  # shut for 31 * 0.035 - 1 = 0.085 s
+    quiet_redis.hset(keys.PACE, "gap", "0.035")  # shut for 30 * 0.035 - 1 = 0.05 s
     with pytest.raises(Overloaded):
         queue.submit([REQUEST])
     time.sleep(0.1)
@@ -104,7 +157,7 @@ def test_when_the_door_opens_one_request_finds_out_while_the_others_are_refused(
 async def test_requests_past_the_intake_lanes_wait_and_are_refused_if_the_door_shuts(
     quiet_redis: redis.Redis, queue: EpisodeQueue
 ) -> None:
-    quiet_redis.hset(keys.PACE, "gap", "0.035")  # a refusal shuts the door for 0.085 s
+    quiet_redis.hset(keys.PACE, "gap", "0.05")  # a refusal shuts the door for 0.5 s
     one_lane = EpisodeQueue(quiet_redis, queue.store, max_wait_s=1.0, intake_lanes=1)
     answer = asyncio.Event()
 
@@ -125,7 +178,7 @@ async def test_requests_past_the_intake_lanes_wait_and_are_refused_if_the_door_s
     with pytest.raises(Overloaded) as refused:
         await second  # its turn came with the door shut: refused there, the lane given back
     assert "over its bound" in refused.value.message
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.6)
     await asyncio.wait_for(one_lane.enter(), 1)  # the door open again, and the lane free
 
 
