@@ -25,6 +25,12 @@ the request is reachable from the program's stack, then becomes what `python3 -I
 be: its own session, stdin from /dev/null, every other file closed, the site directories
 on `sys.path`, the script run as `__main__`, the same exit status.
 
+A Python task's program (`Run.program`: `/run_code`'s `python3 main.py`) runs in a root
+server as a fork of its zygote (`ZygoteProgram`), which never held a request: the episode's
+uid and limits, then what `python3 main.py` is (the script's directory first on `sys.path`,
+its absolute `__file__`, stdin from its file, dumpable), without bash and an interpreter's
+start-up (~14 ms of CPU a program in a sandbox here, where the fork is ~1).
+
 After the first `killall` the program is in its grading phase: every process of the code
 under test should be gone, so a fork that fails for lack of pids kills them again and
 retries, and full scratch mounts (/tmp, /dev/shm, which count against the memory limit)
