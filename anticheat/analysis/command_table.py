@@ -307,7 +307,8 @@ def _redirect(facts: Operations, cmd: Command, r: Redirect, via: str) -> None:
     if "<" in r.op and ">" not in r.op:
         facts.files.append(FileOp("read", path, r.target.static, via + f" < {target}"))
         return
-    content = decoding.static_output(cmd)
+    # `: > f` and `true > f` print nothing: the file is left empty
+    content = "" if cmd.name in (":", "true") else decoding.static_output(cmd)
     kind = "append" if ">>" in r.op else "write"
     facts.files.append(FileOp(kind, path, r.target.static, via + f" {r.op} {target}", content))
 

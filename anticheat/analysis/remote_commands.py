@@ -29,6 +29,8 @@ PACKAGE_MANAGERS = frozenset(
         "cargo go pdm"
     ).split()
 )
+# a network tool asked only what it is (`curl --version`, `nc -h`) reaches nothing
+_SELF_ONLY = frozenset("--version -V --help -h --manual -M".split())
 _RECORD_TYPES = frozenset("A AAAA ANY CNAME MX NS PTR SOA SRV TXT CAA DS DNSKEY AXFR".split())
 # where pip, uv and their kin fetch from: an index other than PyPI is a host like any other
 _INDEX_OPTS = frozenset(
@@ -90,6 +92,8 @@ def git(facts: Operations, cmd: Command, via: str) -> None:
 
 def fetch(facts: Operations, cmd: Command, operands: list[Word], via: str) -> None:
     name = cmd.name
+    if cmd.args and all(w.static and w.text in _SELF_ONLY for w in cmd.args):
+        return
     targets: list[str] = []
     for i, w in enumerate(cmd.args):
         if w.text in ("--url", "--connect-to", "--resolve") and i + 1 < len(cmd.args):

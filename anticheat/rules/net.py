@@ -17,6 +17,7 @@ import re
 from urllib.parse import urlsplit
 
 from anticheat.analysis.facts import NetOp
+from anticheat.analysis.remote_commands import DIAGNOSTICS, SOCKETS
 from anticheat.context import Ctx
 from anticheat.rules.rule import Answer, Category, Fallback, Rule
 from proctor.models import Decision, TaskContext
@@ -220,10 +221,24 @@ def llm_or_search(ctx: Ctx) -> str | None:
     return None
 
 
+# what asks a resolver or opens a bare connection, never installs: `ping`, `dig`, `nc -z`,
+# `bash /dev/tcp`, `socket.gethostbyname` in `python -c`
+_PROBES = DIAGNOSTICS | SOCKETS | {"bash /dev/tcp"}
+
+
+def _probe(tool: str) -> bool:
+    return tool in _PROBES or tool.startswith(("python:socket.", "python:asyncio.open_connection"))
+
+
 def code_host(ctx: Ctx) -> str | None:
     for op, kind in _ops(ctx):
         if kind == "code" or op.tool in ("gh", "hub", "glab"):
             return f"`{op.tool}` fetches {op.target!r} from a code or package host"
+        if kind == "infra" and _probe(op.tool):
+            # a package host is infrastructure to the package manager that installs from it;
+            # a diagnostic or a bare socket aimed at it installs nothing: it probes the route
+            # to where releases (the task's package among them) are served
+            return f"`{op.tool}` probes {op.target!r}, a package host, for a route out"
     return None
 
 

@@ -30,11 +30,15 @@ HIDDEN = re.compile(  # where graders, hidden tests and expected outputs would l
     # anywhere in a path only names no project uses for its own code; `oracle` (a database
     # backend), `golden` (fixture files), `evaluation`, `hidden`, `eval` are everyday names
     # inside a project, so only directly under a machine-wide directory (`/opt/eval`)
-    r"|/(grader|graders|autograder|hidden[_-]tests?|answer[_-]key|expected[_-]outputs?)(/|$)"
+    r"|/(grader|graders|autograder|hidden[_-]tests?|answer[_-]key|expected[_-]outputs?|"
+    r"tests?[_-](hidden|held[_-]?out|holdout)|(held[_-]?out|holdout)[_-]tests?)(/|$)"
     r"|^/(opt|srv|mnt|var|data|app|usr/local|usr/share|root|home/[^/]+)/"
     r"(hidden|eval|evaluation|verifier|oracle|golden)(/|$)"
-    # the grader's own directory in the sandbox (`/tmp/.grader-<hex>`) and its kin
-    r"|^/tmp/\.?(grader|eval|hidden|expected|answer|oracle|verifier|proctor)"
+    # the grader's own directory in the sandbox (`/tmp/.grader-<hex>`) and its kin; a plain
+    # `/tmp/expected.txt`, `/tmp/answer.txt` or `/tmp/eval.py` is an agent's own scratch
+    # (`diff /tmp/out.txt /tmp/expected.txt`), a directory of that name is not
+    r"|^/tmp/(\.(grader|eval|hidden|expected|answer|oracle|verifier|proctor)|"
+    r"(grader|hidden|oracle|verifier|proctor)|(eval|expected|answer)[^/]*/)"
 )
 
 

@@ -115,6 +115,7 @@ def _within_tokens(source: str, facts: PyFacts, budget: limits.Budget) -> str:
     return source[:end].rsplit("\n", 1)[0]
 
 
+_PATH_TYPES = ("pathlib.Path(", "pathlib.PurePath(", "pathlib.PosixPath(")
 _CLASS_MAKERS = frozenset({"type", "builtins.type", "types.new_class", "types.prepare_class"})
 # what hands a frame (and through `f_back` every caller's locals and source) to the code;
 # `sys._getframe` counts only with n ≠ 0 (`call`)
@@ -181,6 +182,7 @@ class _Analyzer(CallEffects):
         self.forking: set[str] = set()
         self.consts: dict[str, str] = {}
         self.seqs: dict[str, ast.expr] = {}
+        self.path_vars: dict[str, ast.expr] = {}
         self.frames_seen = False  # a caller's frame is taken somewhere: follow where it goes
         self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}  # module-level
 
@@ -190,6 +192,7 @@ class _Analyzer(CallEffects):
         stores: dict[str, int] = {}  # how often each name is bound, anywhere
         texts: dict[str, str] = {}  # names bound to a constant string
         seqs: dict[str, ast.expr] = {}  # names bound to a list or tuple display
+        paths: dict[str, ast.expr] = {}  # names bound to a `Path(…)` or a `Path / "x"`
         for node in walk(tree):  # names first: flow-insensitive is enough here
             if isinstance(node, ast.Name):
                 if not isinstance(node.ctx, ast.Load):
@@ -222,6 +225,10 @@ class _Analyzer(CallEffects):
                     texts[node.targets[0].id] = node.value.value
                 elif isinstance(node.value, (ast.List, ast.Tuple)):
                     seqs[node.targets[0].id] = node.value
+                elif isinstance(node.value, ast.BinOp) or (
+                    r is not None and r.startswith(_PATH_TYPES)
+                ):
+                    paths[node.targets[0].id] = node.value
             elif isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name):
                 r = self.resolve(node.context_expr)
                 if r is not None:
@@ -242,6 +249,8 @@ class _Analyzer(CallEffects):
         # `p = 'tests/test_x.py'` bound once and never again: `open(p, 'w')` opens that path
         self.consts = {k: v for k, v in texts.items() if stores.get(k) == 1}
         self.seqs = {k: v for k, v in seqs.items() if stores.get(k) == 1}
+        # `p = Path('tests/test_x.py')` then `p.write_text(…)` writes that path
+        self.path_vars = {k: v for k, v in paths.items() if stores.get(k) == 1}
         self.body(tree.body, fn=None, guarded=False, loop=None)
         self.f.program = _calls_at_module_level(tree.body)
         self.exits_summary(tree)

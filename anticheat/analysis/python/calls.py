@@ -104,6 +104,7 @@ class CallEffects:
     forking: set[str]
     consts: dict[str, str]  # names bound once, to a constant string
     seqs: dict[str, ast.expr]  # names bound once, to a list or tuple display
+    path_vars: dict[str, ast.expr]  # names bound once, to a `Path(…)` or `Path / "x"`
 
     def resolve(self, node: ast.AST | None, _d: int = 0) -> str | None:
         raise NotImplementedError
@@ -114,11 +115,19 @@ class CallEffects:
     def compare(self, node: ast.Compare) -> None:
         parts = [node.left, *node.comparators]
         consts = [fold(p) for p in parts]
-        strs = [c for c in consts if isinstance(c, str)]
+        # `name in ('pytest', 'py.test')`: each member of a constant tuple is compared
+        strs = [
+            s
+            for c in consts
+            for s in (c if isinstance(c, (tuple, list, frozenset)) else (c,))
+            if isinstance(s, str)
+        ]
         if not strs:
             return
         others = " ".join(
-            src(p) for p, c in zip(parts, consts, strict=True) if not isinstance(c, str)
+            src(p)
+            for p, c in zip(parts, consts, strict=True)
+            if not isinstance(c, (str, tuple, list, frozenset))
         )
         names = {self.resolve(p) for p in parts}
         if names & {"sys.modules", "os.environ"} and any(
@@ -275,6 +284,7 @@ class CallEffects:
         elif "." in name and (
             name.startswith(("pathlib.Path(", "Path(", "pathlib.PurePath("))
             or name.startswith("pathlib.Path().")
+            or self._on_path_var(node.func)
         ):
             method = name.rsplit(".", 1)[-1]
             p = self.path_of(node.func.value) if isinstance(node.func, ast.Attribute) else None
@@ -416,12 +426,25 @@ class CallEffects:
             return self.consts.get(node.id)
         return fold(node)
 
-    def path_of(self, node: ast.expr) -> str | None:
+    def _on_path_var(self, func: ast.expr) -> bool:
+        """`f.unlink()` where `f = root / 'test_x.py'` and `root = Path('tests')`."""
+        return (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in self.path_vars
+            and self.path_of(func.value) is not None
+        )
+
+    def path_of(self, node: ast.expr, _d: int = 0) -> str | None:
+        if _d > 8:
+            return None
+        if isinstance(node, ast.Name) and node.id in self.path_vars:
+            return self.path_of(self.path_vars[node.id], _d + 1)  # `p = Path('x')`, `p.…`
         if isinstance(node, ast.Call) and node.args:
             v = self.text_of(node.args[0])
             return v if isinstance(v, str) else None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-            left, right = self.path_of(node.left), fold(node.right)
+            left, right = self.path_of(node.left, _d + 1), fold(node.right)
             return f"{left}/{right}" if left is not None and isinstance(right, str) else None
         return None
 
