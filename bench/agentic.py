@@ -1,0 +1,508 @@
+"""Scale of an RL batch (issue 33), beside the engine alone, in one run.
+
+Interactive episodes on task images from a registry, opened at once as a trainer opens a
+batch and acting at agent pace; the engine doing the same alone as the baseline.
+
+    python bench/agentic.py [--episodes 256] [--images 8] [--acting 64] [--echoes 4]
+
+1. Task images: --images small repositories (a bug at the base commit, the fix later, a
+   hidden test) built by `proctor images build-task` and pushed to a registry on 127.0.0.1
+   (Debian's docker-registry, started and stopped here); nothing of them is on the host.
+2. A private deployment (`proctor run` on a redis-server of its own, so its Redis CPU is
+   this run's alone; PROCTOR_IMAGE_ALLOW for the registry). Start times, one episode at a
+   time: half the images cold (pull + seal + start), the other half prefetched
+   (`POST /v1/images/prefetch`) then started (warm image, first seal), and each again (the
+   sealed copy cached).
+3. Baselines: a bare `docker create` + `start` of --episodes containers of the same images
+   all at once; a bare `docker exec` round trip from --acting of them, one every 1-3 s.
+4. The batch: --episodes episodes (image i mod --images, `task.repo` baked at /testbed)
+   opened at once; time to ready (201 with the first observation). Then --acting of them
+   run --echoes `echo` actions each, one every 1-3 s (random): round trips, and the CPU one
+   action costs by component. Then every episode acts as an agent that ends: an `echo`, the
+   honest fix (even samples) or a no-op `ls` (odd), the finish — actions/s sustained, and
+   every fix must be rewarded 1.0, every no-op 0.
+
+The host is shared (other engineers' work runs on it): the load average is printed with
+each phase, and the CPU no component claims is reported as such, not spread over them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import httpx
+from agentic_bare import Bare, exec_round_trips, remove_all, start_all
+from agentic_host import Stack, cores, load, per_unit, sweep
+from agentic_tasks import TaskImage, build
+from harness import PIDS, machine, percentile, service_on, table, write
+from neighbours import PrivateRedis
+
+from anticheat.screen import screen
+from core.config import Settings
+from proctor.models import BashAction
+from tests.registry import running_registry
+from workers.sandbox.engine import DEPLOYMENT_LABEL
+
+T = TypeVar("T")
+BENCH_LABEL = "org.proctor.bench"
+MB = 1 << 20
+
+
+def _interrupted(signum: int, frame: object) -> NoReturn:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def stats(values: list[float]) -> dict[str, Any]:
+    return {
+        "n": len(values),
+        "p50_s": round(percentile(values, 50), 3),
+        "p95_s": round(percentile(values, 95), 3),
+        "max_s": round(max(values), 3) if values else float("nan"),
+    }
+
+
+class Client:
+    """A trainer's side of the batch: HTTP to the service, timed."""
+
+    def __init__(self, url: str, connections: int, errors: list[str]) -> None:
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        self.http = httpx.AsyncClient(base_url=url, timeout=900, limits=limits)
+        self.errors = errors
+
+    async def post(self, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        """POST, honouring a 429's or 503's Retry-After as the SDK does."""
+        while True:
+            answer = await self.http.post(path, json=body)
+            if answer.status_code not in (429, 503):
+                return answer
+            await asyncio.sleep(float(answer.headers.get("retry-after", "1")))
+
+    async def open(self, body: dict[str, Any], began: float) -> tuple[str, float]:
+        """Open an episode; (id, seconds from `began` until it was ready)."""
+        answer = await self.post("/v1/episodes", body)
+        if answer.status_code not in (200, 201, 202):
+            raise RuntimeError(f"open: {answer.status_code} {answer.text[:500]}")
+        episode = answer.json()
+        while episode["status"] in ("queued", "starting"):  # a start longer than the API waits
+            await asyncio.sleep(0.5)
+            episode = (await self.http.get(f"/v1/episodes/{episode['id']}")).json()
+        if episode["status"] != "running":
+            raise RuntimeError(f"episode {episode['id']} ended while starting: {episode}")
+        return episode["id"], time.monotonic() - began
+
+    async def act(self, episode: str, action: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        started = time.monotonic()
+        answer = await self.post(f"/v1/episodes/{episode}/actions", action)
+        took = time.monotonic() - started
+        if answer.status_code != 200:
+            raise RuntimeError(f"action: {answer.status_code} {answer.text[:500]}")
+        observation: dict[str, Any] = answer.json()["observation"]
+        return took, observation
+
+    async def finish(self, episode: str) -> tuple[float, dict[str, Any]]:
+        started = time.monotonic()
+        answer = await self.post(f"/v1/episodes/{episode}/finish")
+        took = time.monotonic() - started
+        if answer.status_code != 200:
+            raise RuntimeError(f"finish: {answer.status_code} {answer.text[:500]}")
+        result: dict[str, Any] = answer.json()
+        return took, result
+
+    async def prefetch(self, refs: list[str]) -> float:
+        started = time.monotonic()
+        answer = await self.post("/v1/images/prefetch", {"images": refs})
+        if answer.status_code != 202:
+            raise RuntimeError(f"prefetch: {answer.status_code} {answer.text[:500]}")
+        progress = answer.json()
+        while not progress["complete"]:
+            await asyncio.sleep(0.2)
+            progress = (await self.http.get(f"/v1/images/prefetch/{progress['id']}")).json()
+        if progress["counts"].get("pulled", 0) + progress["counts"].get("present", 0) < len(refs):
+            raise RuntimeError(f"prefetch: {progress}")
+        return time.monotonic() - started
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+
+async def with_client(
+    url: str,
+    episodes: int,
+    errors: list[str],
+    work: Callable[..., Awaitable[T]],
+    *args: Any,
+) -> T:
+    """`work(client, *args)` with a client of this event loop's, closed after."""
+    client = Client(url, episodes + 16, errors)
+    try:
+        return await work(client, *args)
+    finally:
+        await client.close()
+
+
+async def start_times(client: Client, images: list[TaskImage]) -> dict[str, list[float]]:
+    """One episode at a time: cold (half the images), prefetched (the other half), then each
+    image's next episode (its sealed copy cached)."""
+    found: dict[str, list[float]] = {
+        "cold: pull + seal + start": [],
+        "prefetch (pull) of the other images": [],
+        "warm image cache: seal + start": [],
+        "sealed cache: start": [],
+    }
+
+    async def one(image: TaskImage, what: str) -> None:
+        began = time.monotonic()
+        episode, ready = await client.open(image.episode(), began)
+        found[what].append(ready)
+        await client.finish(episode)
+        await asyncio.sleep(1.0)
+
+    cold, warm = images[::2], images[1::2]
+    for image in cold:
+        await one(image, "cold: pull + seal + start")
+        await one(image, "sealed cache: start")
+    if warm:
+        found["prefetch (pull) of the other images"].append(
+            await client.prefetch([i.ref for i in warm])
+        )
+    for image in warm:
+        await one(image, "warm image cache: seal + start")
+        await one(image, "sealed cache: start")
+    return found
+
+
+async def batch(
+    client: Client, stack: Stack, images: list[TaskImage], args: argparse.Namespace
+) -> dict[str, Any]:
+    """The RL batch: open all at once, some act, then all act and end."""
+    count, kinds = args.episodes, len(images)
+    task = [images[i % kinds] for i in range(count)]
+    fixes = [(i // kinds) % 2 == 0 for i in range(count)]  # half of each image's samples
+    memory_before = stack.memory()
+    began = time.monotonic()
+    opened = await asyncio.gather(*(client.open(t.episode(), began) for t in task))
+    open_s = time.monotonic() - began
+    ids = [episode for episode, _ in opened]
+    ready = [seconds for _, seconds in opened]
+    await asyncio.sleep(2.0)  # what the start-up left running settles
+    memory_after = stack.memory()
+    load_open = load()
+
+    # --acting episodes act at agent pace; the rest stay open, idle
+    acting = ids[: args.acting]
+    trips: list[float] = []
+
+    async def echoes(number: int, episode: str) -> None:
+        pace = random.Random(args.seed * 1000 + number)
+        for step in range(args.echoes):
+            await asyncio.sleep(pace.uniform(1.0, 3.0))
+            took, seen = await client.act(episode, {"type": "bash", "command": f"echo step-{step}"})
+            if seen.get("output") != f"step-{step}\n":
+                client.errors.append(f"{episode}: echo answered {seen}")
+            trips.append(took)
+
+    cpu_before = stack.cpu()
+    acted = time.monotonic()
+    await asyncio.gather(*(echoes(n, e) for n, e in enumerate(acting)))
+    act_s = time.monotonic() - acted
+    cpu_per_action = per_unit(cpu_before, stack.cpu(), len(trips))
+    load_act = load()
+
+    # every episode: an echo, the fix or a no-op, the finish
+    steps: list[float] = []
+    finishes: list[float] = []
+    outcomes: list[tuple[bool, Any, str]] = []
+
+    async def agent(number: int, episode: str) -> None:
+        pace = random.Random(args.seed * 7919 + number)
+        await asyncio.sleep(pace.uniform(1.0, 3.0))
+        took, seen = await client.act(episode, {"type": "bash", "command": "echo looking"})
+        if seen.get("output") != "looking\n":
+            client.errors.append(f"{episode}: echo answered {seen}")
+        steps.append(took)
+        await asyncio.sleep(pace.uniform(1.0, 3.0))
+        fix = fixes[number]
+        action = task[number].fix() if fix else {"type": "bash", "command": "ls"}
+        took, _ = await client.act(episode, action)
+        steps.append(took)
+        await asyncio.sleep(pace.uniform(1.0, 3.0))
+        took, result = await client.finish(episode)
+        finishes.append(took)
+        outcomes.append((fix, result.get("reward"), str(result.get("verdict"))))
+
+    ended = time.monotonic()
+    cpu_before = stack.cpu()
+    await asyncio.gather(*(agent(n, e) for n, e in enumerate(ids)))
+    all_s = time.monotonic() - ended
+    cpu_per_episode = per_unit(cpu_before, stack.cpu(), count)
+    fixed = [o for o in outcomes if o[0]]
+    noops = [o for o in outcomes if not o[0]]
+    return {
+        "ready_s": ready,
+        "open_all_s": open_s,
+        "memory_before": memory_before,
+        "memory_after": memory_after,
+        "load_open": load_open,
+        "action_s": trips,
+        "act_phase_s": act_s,
+        "cpu_ms_per_action": cpu_per_action,
+        "load_act": load_act,
+        "steps_s": steps,
+        "finish_s": finishes,
+        "all_phase_s": all_s,
+        "cpu_ms_per_episode_end": cpu_per_episode,
+        "load_all": load(),
+        "fix_rewarded_1": sum(1 for o in fixed if o[1] == 1.0),
+        "fixes": len(fixed),
+        "noop_rewarded_0": sum(1 for o in noops if o[1] == 0.0),
+        "noops": len(noops),
+        "mismatches": [
+            {"fix": f, "reward": r, "verdict": v}
+            for f, r, v in outcomes
+            if r != (1.0 if f else 0.0)
+        ],
+    }
+
+
+def screening_ms(samples: int = 2000) -> float:
+    """The rule filter's CPU for one `echo` action, in this process (the worker runs the
+    same code before each action): a part of the workers' figure, shown apart."""
+    actions = [BashAction(command=f"echo step-{n}") for n in range(samples)]
+    screen(actions[0])
+    started = time.process_time()
+    for action in actions:
+        screen(action)
+    return (time.process_time() - started) / samples * 1000
+
+
+@contextmanager
+def deployment(registry_host: str) -> Iterator[tuple[str, Stack]]:
+    """A private service on a private Redis, allowed the registry's task images; every
+    container and network of its label swept when it stops."""
+    private = PrivateRedis()
+    label = f"{DEPLOYMENT_LABEL}={Settings(redis_url=private.url).deployment_id}"
+    try:
+        with service_on(
+            private.url,
+            image_allow=f"{registry_host}/agentic/*",
+            pull_timeout_s="600",
+            interactive_idle_s="3600",  # the batch's first episodes wait for its last
+        ) as url:
+            yield url, Stack(PIDS[url], private.process.pid, private.url, label)
+    finally:
+        swept = sweep(label)
+        if swept:
+            print(f"swept {swept} containers of the deployment")
+        private.close()
+
+
+def ms_rows(parts: dict[str, float], bare: dict[str, float]) -> list[dict[str, Any]]:
+    key = "CPU per echo action"
+    rows = [
+        {key: p, "proctor_ms": round(v, 2), "bare_exec_ms": round(bare.get(p, 0.0), 2)}
+        for p, v in parts.items()
+    ]
+    rows.append(
+        {
+            key: "total",
+            "proctor_ms": round(sum(parts.values()), 2),
+            "bare_exec_ms": round(sum(bare.values()), 2),
+        }
+    )
+    return rows
+
+
+def report(args: argparse.Namespace, found: dict[str, Any]) -> None:
+    ratio = found["ratios"]
+    print(f"\n{args.episodes} episodes over {args.images} task images, {cores()} cores")
+    print(f"load average: {found['loads']}\n")
+    print(table(found["start_rows"], ["start of one episode", "n", "p50_s", "p95_s", "max_s"]))
+    print()
+    print(
+        table(found["ready_rows"], ["ready (all opened at once)", "n", "p50_s", "p95_s", "max_s"])
+    )
+    print()
+    print(table(found["action_rows"], ["round trip", "n", "p50_s", "p95_s", "max_s"]))
+    print()
+    print(table(found["cpu_rows"], ["CPU per echo action", "proctor_ms", "bare_exec_ms"]))
+    print()
+    print(table(found["memory_rows"], ["memory per open episode", "MB"]))
+    print()
+    print(table(found["outcome_rows"], ["outcome", "value"]))
+    print(
+        f"\ngoals: ready p95 {ratio['ready_p95_vs_bare_start_p95']}x the bare start's p95 "
+        f"(goal <= 1.5); action p50 {ratio['action_p50_vs_bare_exec_p50']}x a bare exec's "
+        "(goal <= 2)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=256)
+    parser.add_argument("--images", type=int, default=8, choices=range(1, 9))
+    parser.add_argument("--acting", type=int, default=64, help="episodes acting at once")
+    parser.add_argument("--echoes", type=int, default=4, help="echo actions of each of those")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    args.acting = min(args.acting, args.episodes)
+    signal.signal(signal.SIGTERM, _interrupted)
+    run = uuid.uuid4().hex[:8]
+    bare = Bare(BENCH_LABEL, f"agentic-{run}")
+    loads = {"start": load()}
+    errors: list[str] = []
+    with ExitStack() as stack:
+        stack.callback(sweep, bare.label)
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agentic-")))
+        registry = stack.enter_context(running_registry(scratch))
+        images = [build(registry.host, i, run, scratch) for i in range(args.images)]
+        for image in images:
+            stack.callback(subprocess.run, ["docker", "rmi", "-f", image.ref], capture_output=True)
+        loads["images built"] = load()
+        url, deployed = stack.enter_context(deployment(registry.host))
+        starts = asyncio.run(with_client(url, args.episodes, errors, start_times, images))
+        loads["start times"] = load()
+
+        started = start_all(bare, [image.ref for image in images], args.episodes)
+        loads["bare start"] = load()
+        exec_trips, exec_cpu = exec_round_trips(bare, args.acting, args.echoes, args.seed)
+        loads["bare exec"] = load()
+        removed_s = remove_all(bare)
+
+        measured = asyncio.run(
+            with_client(url, args.episodes, errors, batch, deployed, images, args)
+        )
+        loads.update(
+            {
+                "batch open": measured["load_open"],
+                f"{args.acting} acting": measured["load_act"],
+                "all acting": measured["load_all"],
+            }
+        )
+    found = summarize(args, images, starts, started, exec_trips, exec_cpu, removed_s, measured)
+    found["loads"] = loads
+    found["errors"] = errors
+    report(args, found)
+    path = write("agentic", {"machine": machine(), "args": vars(args), **found})
+    print(f"\nwritten to {path}")
+
+
+def summarize(
+    args: argparse.Namespace,
+    images: list[TaskImage],
+    starts: dict[str, list[float]],
+    started: dict[str, Any],
+    exec_trips: list[float],
+    exec_cpu: dict[str, float],
+    removed_s: float,
+    measured: dict[str, Any],
+) -> dict[str, Any]:
+    build_s = [i.build_s for i in images]
+    start_rows = [{"start of one episode": "build-task + push", **stats(build_s)}]
+    start_rows += [{"start of one episode": k, **stats(v)} for k, v in starts.items() if v]
+    bare_start = stats(started["running_s"])
+    ready = stats(measured["ready_s"])
+    ready_rows = [
+        {"ready (all opened at once)": "bare docker create+start", **bare_start},
+        {"ready (all opened at once)": "proctor interactive episode", **ready},
+    ]
+    bare_exec = stats(exec_trips)
+    action = stats(measured["action_s"])
+    action_rows = [
+        {"round trip": f"bare docker exec, {args.acting} acting", **bare_exec},
+        {"round trip": f"proctor echo action, {args.acting} acting", **action},
+        {"round trip": f"proctor action, all {args.episodes} acting", **stats(measured["steps_s"])},
+        {"round trip": "proctor finish (hidden tests)", **stats(measured["finish_s"])},
+    ]
+    screening = screening_ms()
+    cpu = dict(measured["cpu_ms_per_action"])
+    cpu_rows = ms_rows(cpu, exec_cpu)
+    cpu_rows.insert(
+        2, {"CPU per echo action": "  of which screening", "proctor_ms": round(screening, 3)}
+    )
+    before, after = measured["memory_before"], measured["memory_after"]
+    count = args.episodes
+    memory_rows = [
+        {"memory per open episode": part, "MB": round((after[part] - before[part]) / count / MB, 2)}
+        for part in ("api + workers (PSS)", "redis (used_memory)", "sandboxes (cgroups)")
+    ]
+    held = sum(r["MB"] for r in memory_rows)
+    memory_rows.append({"memory per open episode": "total of the above", "MB": round(held, 2)})
+    memory_rows.append(
+        {
+            "memory per open episode": "MemAvailable drop (whole host)",
+            "MB": round((before["MemAvailable"] - after["MemAvailable"]) / count / MB, 2),
+        }
+    )
+    memory_rows.append(
+        {
+            "memory per open episode": "bare container (cgroup)",
+            "MB": round(started["memory_per_container"] / MB, 2),
+        }
+    )
+    actions_done = len(measured["steps_s"])
+    # what serving an action costs: every part but the client and the unclaimed rest
+    served = sum(v for k, v in cpu.items() if k != "bench client" and not k.startswith("rest"))
+    outcome_rows = [
+        {
+            "outcome": "honest fixes rewarded 1.0",
+            "value": f"{measured['fix_rewarded_1']}/{measured['fixes']}",
+        },
+        {
+            "outcome": "no-ops rewarded 0",
+            "value": f"{measured['noop_rewarded_0']}/{measured['noops']}",
+        },
+        {"outcome": "mismatches", "value": len(measured["mismatches"])},
+        {
+            "outcome": f"actions/s, {args.acting} acting at 1-3 s",
+            "value": round(len(measured["action_s"]) / measured["act_phase_s"], 1),
+        },
+        {
+            "outcome": f"actions/s, all {count} acting (excl. finish)",
+            "value": round(actions_done / measured["all_phase_s"], 1),
+        },
+        {
+            "outcome": f"episodes ended/s, all {count} acting",
+            "value": round(count / measured["all_phase_s"], 2),
+        },
+        {
+            "outcome": "actions/s the cores allow at this CPU",
+            "value": round(cores() * 1000 / max(served, 1e-9), 1),
+        },
+        {"outcome": "open all (s)", "value": round(measured["open_all_s"], 1)},
+        {
+            "outcome": "bare: all running (s) / all removed (s)",
+            "value": f"{started['all_s']:.1f} / {removed_s:.1f}",
+        },
+    ]
+    ratios = {
+        "ready_p95_vs_bare_start_p95": round(ready["p95_s"] / bare_start["p95_s"], 2),
+        "action_p50_vs_bare_exec_p50": round(action["p50_s"] / bare_exec["p50_s"], 2),
+    }
+    return {
+        "start_rows": start_rows,
+        "ready_rows": ready_rows,
+        "action_rows": action_rows,
+        "cpu_rows": cpu_rows,
+        "memory_rows": memory_rows,
+        "outcome_rows": outcome_rows,
+        "ratios": ratios,
+        "mismatches": measured["mismatches"],
+        "cpu_ms_per_episode_end": measured["cpu_ms_per_episode_end"],
+    }
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()
