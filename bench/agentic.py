@@ -32,13 +32,17 @@ import argparse
 import asyncio
 import os
 import random
+import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -64,6 +68,13 @@ def _interrupted(signum: int, frame: object) -> NoReturn:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def progress(phase: str) -> str:
+    """The load average now, and a line on stderr: a full run takes a while."""
+    now = load()
+    print(f"{time.strftime('%H:%M:%S')} {phase} (load {now})", file=sys.stderr, flush=True)
+    return now
+
+
 def stats(values: list[float]) -> dict[str, Any]:
     return {
         "n": len(values),
@@ -73,20 +84,40 @@ def stats(values: list[float]) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Trouble:
+    """What went wrong on the client's side: refusals by path kind and message, and
+    answers that were not what the action asked for."""
+
+    refusals: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+
+    def refused(self, path: str, answer: httpx.Response) -> None:
+        kind = path.rsplit("/", 1)[-1] if "/v1/episodes/" in path else path
+        try:
+            message = str(answer.json()["error"]["message"])
+        except (ValueError, KeyError, TypeError):
+            message = answer.text
+        # episode ids and numbers vary: the message's shape is what counts
+        shape = re.sub(r"ep_[0-9a-f]+|\d+(\.\d+)?", "#", message)[:120]
+        self.refusals[f"{kind} {answer.status_code}: {shape}"] += 1
+
+
 class Client:
     """A trainer's side of the batch: HTTP to the service, timed."""
 
-    def __init__(self, url: str, connections: int, errors: list[str]) -> None:
+    def __init__(self, url: str, connections: int, trouble: Trouble) -> None:
         limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         self.http = httpx.AsyncClient(base_url=url, timeout=900, limits=limits)
-        self.errors = errors
+        self.trouble = trouble
 
     async def post(self, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
-        """POST, honouring a 429's or 503's Retry-After as the SDK does."""
+        """POST, again after a 429's Retry-After (the queue bound), as a trainer does."""
         while True:
             answer = await self.http.post(path, json=body)
-            if answer.status_code not in (429, 503):
+            if answer.status_code != 429:
                 return answer
+            self.trouble.refused(path, answer)
             await asyncio.sleep(float(answer.headers.get("retry-after", "1")))
 
     async def open(self, body: dict[str, Any], began: float) -> tuple[str, float]:
@@ -103,22 +134,37 @@ class Client:
         return episode["id"], time.monotonic() - began
 
     async def act(self, episode: str, action: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """(round trip, observation); a refusal (503: no worker answered in time, 409) is
+        counted, its observation None, and the agent goes on as a trainer's would."""
         started = time.monotonic()
-        answer = await self.post(f"/v1/episodes/{episode}/actions", action)
+        path = f"/v1/episodes/{episode}/actions"
+        answer = await self.post(path, action)
         took = time.monotonic() - started
+        if answer.status_code in (409, 503):
+            self.trouble.refused(path, answer)
+            return took, {"refused": answer.status_code}
         if answer.status_code != 200:
             raise RuntimeError(f"action: {answer.status_code} {answer.text[:500]}")
         observation: dict[str, Any] = answer.json()["observation"]
         return took, observation
 
     async def finish(self, episode: str) -> tuple[float, dict[str, Any]]:
+        """(seconds until the result, the result); a finish answered 503 (no worker replied
+        in time) is still queued: its result is waited for."""
         started = time.monotonic()
-        answer = await self.post(f"/v1/episodes/{episode}/finish")
-        took = time.monotonic() - started
-        if answer.status_code != 200:
+        path = f"/v1/episodes/{episode}/finish"
+        answer = await self.post(path)
+        if answer.status_code == 503:
+            self.trouble.refused(path, answer)
+            result = answer.json()
+            while result.get("status") not in ("completed", "failed", "cancelled"):
+                answer = await self.http.get(f"/v1/episodes/{episode}", params={"wait": 120})
+                result = answer.json()
+        elif answer.status_code != 200:
             raise RuntimeError(f"finish: {answer.status_code} {answer.text[:500]}")
-        result: dict[str, Any] = answer.json()
-        return took, result
+        else:
+            result = answer.json()
+        return time.monotonic() - started, result
 
     async def prefetch(self, refs: list[str]) -> float:
         started = time.monotonic()
@@ -140,12 +186,12 @@ class Client:
 async def with_client(
     url: str,
     episodes: int,
-    errors: list[str],
+    trouble: Trouble,
     work: Callable[..., Awaitable[T]],
     *args: Any,
 ) -> T:
     """`work(client, *args)` with a client of this event loop's, closed after."""
-    client = Client(url, episodes + 16, errors)
+    client = Client(url, episodes + 16, trouble)
     try:
         return await work(client, *args)
     finally:
@@ -198,7 +244,7 @@ async def batch(
     ready = [seconds for _, seconds in opened]
     await asyncio.sleep(2.0)  # what the start-up left running settles
     memory_after = stack.memory()
-    load_open = load()
+    load_open = progress(f"{count} episodes open")
 
     # --acting episodes act at agent pace; the rest stay open, idle
     acting = ids[: args.acting]
@@ -209,8 +255,10 @@ async def batch(
         for step in range(args.echoes):
             await asyncio.sleep(pace.uniform(1.0, 3.0))
             took, seen = await client.act(episode, {"type": "bash", "command": f"echo step-{step}"})
+            if "refused" in seen:
+                continue
             if seen.get("output") != f"step-{step}\n":
-                client.errors.append(f"{episode}: echo answered {seen}")
+                client.trouble.errors.append(f"{episode}: echo answered {seen}")
             trips.append(took)
 
     cpu_before = stack.cpu()
@@ -218,29 +266,35 @@ async def batch(
     await asyncio.gather(*(echoes(n, e) for n, e in enumerate(acting)))
     act_s = time.monotonic() - acted
     cpu_per_action = per_unit(cpu_before, stack.cpu(), len(trips))
-    load_act = load()
+    load_act = progress(f"{len(acting)} acting: {len(trips)} actions")
 
     # every episode: an echo, the fix or a no-op, the finish
     steps: list[float] = []
     finishes: list[float] = []
     outcomes: list[tuple[bool, Any, str]] = []
+    refused: list[int] = []  # episodes whose fix or no-op was refused
 
     async def agent(number: int, episode: str) -> None:
         pace = random.Random(args.seed * 7919 + number)
         await asyncio.sleep(pace.uniform(1.0, 3.0))
         took, seen = await client.act(episode, {"type": "bash", "command": "echo looking"})
-        if seen.get("output") != "looking\n":
-            client.errors.append(f"{episode}: echo answered {seen}")
-        steps.append(took)
+        if "refused" not in seen:
+            steps.append(took)
+            if seen.get("output") != "looking\n":
+                client.trouble.errors.append(f"{episode}: echo answered {seen}")
         await asyncio.sleep(pace.uniform(1.0, 3.0))
         fix = fixes[number]
         action = task[number].fix() if fix else {"type": "bash", "command": "ls"}
-        took, _ = await client.act(episode, action)
-        steps.append(took)
+        took, seen = await client.act(episode, action)
+        if "refused" in seen:  # it may still run, or not: its reward says nothing
+            refused.append(number)
+        else:
+            steps.append(took)
         await asyncio.sleep(pace.uniform(1.0, 3.0))
         took, result = await client.finish(episode)
         finishes.append(took)
-        outcomes.append((fix, result.get("reward"), str(result.get("verdict"))))
+        if "refused" not in seen:
+            outcomes.append((fix, result.get("reward"), str(result.get("verdict"))))
 
     ended = time.monotonic()
     cpu_before = stack.cpu()
@@ -263,11 +317,12 @@ async def batch(
         "finish_s": finishes,
         "all_phase_s": all_s,
         "cpu_ms_per_episode_end": cpu_per_episode,
-        "load_all": load(),
+        "load_all": progress("every episode ended"),
         "fix_rewarded_1": sum(1 for o in fixed if o[1] == 1.0),
         "fixes": len(fixed),
         "noop_rewarded_0": sum(1 for o in noops if o[1] == 0.0),
         "noops": len(noops),
+        "fix_or_noop_refused": len(refused),
         "mismatches": [
             {"fix": f, "reward": r, "verdict": v}
             for f, r, v in outcomes
@@ -288,18 +343,25 @@ def screening_ms(samples: int = 2000) -> float:
 
 
 @contextmanager
-def deployment(registry_host: str) -> Iterator[tuple[str, Stack]]:
+def deployment(
+    registry_host: str, run: str, args: argparse.Namespace
+) -> Iterator[tuple[str, Stack]]:
     """A private service on a private Redis, allowed the registry's task images; every
     container and network of its label swept when it stops."""
     private = PrivateRedis()
     label = f"{DEPLOYMENT_LABEL}={Settings(redis_url=private.url).deployment_id}"
+    settings = {
+        "image_allow": f"{registry_host}/agentic/*",
+        "pull_timeout_s": "600",
+        "interactive_idle_s": "3600",  # the batch's first episodes wait for its last
+        "honeypot_network": f"proctor-agentic-{run}",  # the default name is every deployment's
+    }
+    if args.worker_concurrency:
+        settings["worker_concurrency"] = args.worker_concurrency
+    if args.network:
+        settings["network"] = args.network
     try:
-        with service_on(
-            private.url,
-            image_allow=f"{registry_host}/agentic/*",
-            pull_timeout_s="600",
-            interactive_idle_s="3600",  # the batch's first episodes wait for its last
-        ) as url:
+        with service_on(private.url, **settings) as url:
             yield url, Stack(PIDS[url], private.process.pid, private.url, label)
     finally:
         swept = sweep(label)
@@ -341,6 +403,10 @@ def report(args: argparse.Namespace, found: dict[str, Any]) -> None:
     print(table(found["memory_rows"], ["memory per open episode", "MB"]))
     print()
     print(table(found["outcome_rows"], ["outcome", "value"]))
+    for what, times in sorted(found["refusals"].items(), key=lambda kv: -kv[1]):
+        print(f"refused {times}x: {what}")
+    for error in found["errors"][:10]:
+        print(f"error: {error}")
     print(
         f"\ngoals: ready p95 {ratio['ready_p95_vs_bare_start_p95']}x the bare start's p95 "
         f"(goal <= 1.5); action p50 {ratio['action_p50_vs_bare_exec_p50']}x a bare exec's "
@@ -355,13 +421,22 @@ def main() -> None:
     parser.add_argument("--acting", type=int, default=64, help="episodes acting at once")
     parser.add_argument("--echoes", type=int, default=4, help="echo actions of each of those")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--network",
+        choices=("auto", "none"),
+        help="PROCTOR_NETWORK (default auto: each sandbox on a network of its own whose only "
+        "peer is the honeypot; none: no network, as the bare baseline)",
+    )
+    parser.add_argument(
+        "--worker-concurrency", help="PROCTOR_WORKER_CONCURRENCY (default: the deployment's)"
+    )
     args = parser.parse_args()
     args.acting = min(args.acting, args.episodes)
     signal.signal(signal.SIGTERM, _interrupted)
     run = uuid.uuid4().hex[:8]
     bare = Bare(BENCH_LABEL, f"agentic-{run}")
     loads = {"start": load()}
-    errors: list[str] = []
+    trouble = Trouble()
     with ExitStack() as stack:
         stack.callback(sweep, bare.label)
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agentic-")))
@@ -369,19 +444,19 @@ def main() -> None:
         images = [build(registry.host, i, run, scratch) for i in range(args.images)]
         for image in images:
             stack.callback(subprocess.run, ["docker", "rmi", "-f", image.ref], capture_output=True)
-        loads["images built"] = load()
-        url, deployed = stack.enter_context(deployment(registry.host))
-        starts = asyncio.run(with_client(url, args.episodes, errors, start_times, images))
-        loads["start times"] = load()
+        loads["images built"] = progress("images built")
+        url, deployed = stack.enter_context(deployment(registry.host, run, args))
+        starts = asyncio.run(with_client(url, args.episodes, trouble, start_times, images))
+        loads["start times"] = progress("start times")
 
         started = start_all(bare, [image.ref for image in images], args.episodes)
-        loads["bare start"] = load()
+        loads["bare start"] = progress("bare start")
         exec_trips, exec_cpu = exec_round_trips(bare, args.acting, args.echoes, args.seed)
-        loads["bare exec"] = load()
+        loads["bare exec"] = progress("bare exec")
         removed_s = remove_all(bare)
 
         measured = asyncio.run(
-            with_client(url, args.episodes, errors, batch, deployed, images, args)
+            with_client(url, args.episodes, trouble, batch, deployed, images, args)
         )
         loads.update(
             {
@@ -392,7 +467,8 @@ def main() -> None:
         )
     found = summarize(args, images, starts, started, exec_trips, exec_cpu, removed_s, measured)
     found["loads"] = loads
-    found["errors"] = errors
+    found["errors"] = trouble.errors
+    found["refusals"] = dict(trouble.refusals)
     report(args, found)
     path = write("agentic", {"machine": machine(), "args": vars(args), **found})
     print(f"\nwritten to {path}")
@@ -464,6 +540,7 @@ def summarize(
             "value": f"{measured['noop_rewarded_0']}/{measured['noops']}",
         },
         {"outcome": "mismatches", "value": len(measured["mismatches"])},
+        {"outcome": "fix or no-op refused (not counted)", "value": measured["fix_or_noop_refused"]},
         {
             "outcome": f"actions/s, {args.acting} acting at 1-3 s",
             "value": round(len(measured["action_s"]) / measured["act_phase_s"], 1),
