@@ -170,8 +170,19 @@ def sweep(label: str) -> int:
         text=True,
         check=False,
     ).stdout.split()
-    if networks:
-        subprocess.run(["docker", "network", "rm", *networks], capture_output=True)
+    for network in networks:
+        # an engine overloaded while its containers went can keep their endpoints: a
+        # network with one left cannot be removed until it is disconnected
+        names = subprocess.run(
+            ["docker", "network", "inspect", network, "--format",
+             "{{range .Containers}}{{.Name}} {{end}}"],
+            capture_output=True, text=True, check=False,
+        ).stdout.split()  # fmt: skip
+        for name in names:
+            subprocess.run(
+                ["docker", "network", "disconnect", "-f", network, name], capture_output=True
+            )
+        subprocess.run(["docker", "network", "rm", network], capture_output=True)
     return len(ids)
 
 
