@@ -29,6 +29,8 @@ bench: setup      ## benchmarks with their baselines; tables on stdout, JSON in 
 	@cd bench && ../$(PY) episode_cpu.py
 	@cd bench && ../$(PY) pooled_server.py
 	@cd bench && ../$(PY) interactive.py
+	@# an RL batch smaller than the 256 x 8 images the bench defaults to (~25 min here alone)
+	@cd bench && ../$(PY) agentic.py --episodes 32 --images 4
 	@cd bench && ../$(PY) neighbours.py
 	@cd bench && ../$(PY) redis_cost.py
 	@cd bench && ../$(PY) capacity.py

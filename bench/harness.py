@@ -46,6 +46,13 @@ def service(**settings: str) -> Iterator[str]:
 
 
 @contextmanager
+def service_on(redis_url: str, **settings: str) -> Iterator[str]:
+    """`service` on a Redis of the caller's (a private one, whose CPU is the run's alone)."""
+    with _service(redis_url, settings) as url:
+        yield url
+
+
+@contextmanager
 def claimed(preferred: str) -> Iterator[str]:
     """`preferred`, or the next Redis database down that no test session or other bench
     holds (the tests' claim, `tests/conftest.py`): the deployment is named after its Redis

@@ -113,6 +113,9 @@ REDIS_RETRIES: Final = 60  # a worker retries each Redis command this often (~a 
 REDIS_RETRY_WAIT_S: Final = 2.0  # ... waiting up to this long (half of it at least) between
 RESULT_RETRY_BACKOFF_S: Final = (0.5, 10.0)  # a result waits for Redis: first, longest wait
 BLOCKING_SOCKET_MARGIN_S: Final = 15.0  # a blocking read's socket outlives its wait by this
+# an API process's async Redis connections in use at once, per client: each wait for a
+# worker's reply holds one throughout (redis-py's pool holds 100 by default: the 101st was a 503)
+API_REDIS_CONNECTIONS: Final = 4096
 SUPERVISOR_REDIS_TIMEOUT_S: Final = 5.0  # the supervisor's one call (forget a dead child)
 
 # ---------------------------------------------------------------- records and keys

@@ -14,7 +14,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 from core.config import Settings, get_settings
-from core.defaults import REDIS_HEALTH_CHECK_S, REDIS_READ_RETRIES
+from core.defaults import API_REDIS_CONNECTIONS, REDIS_HEALTH_CHECK_S, REDIS_READ_RETRIES
 from core.sink import EpisodeSink
 from core.store import EpisodeStore, ReplyWaiter
 from service.body_limit import BodySizeLimit
@@ -58,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings.redis_url,
             health_check_interval=REDIS_HEALTH_CHECK_S,
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), REDIS_READ_RETRIES),
+            max_connections=API_REDIS_CONNECTIONS,  # a batch's requests take locks at once
         )
         # the episodes the API ends (cancels, deadlines) go to the durable sink too
         sink = EpisodeSink.of(settings, f"api-{socket.gethostname()}-{os.getpid()}")

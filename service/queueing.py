@@ -56,7 +56,13 @@ from core.defaults import (
     SUCCEEDED_JOB_TTL_S,
 )
 from core.languages import LANGUAGES
-from core.queues import QUEUE_NAME, RUN_EPISODE, host_queue_name
+from core.queues import (
+    QUEUE_NAME,
+    RUN_ACTION,
+    RUN_EPISODE,
+    host_actions_queue_name,
+    host_queue_name,
+)
 from core.store import EpisodeStore
 from proctor.models import EpisodeCreate, EpisodeMode
 from service.errors import Overloaded
@@ -240,8 +246,10 @@ class EpisodeQueue:
         return ids
 
     def to_host(self, host: str, func: str, args: list[object], *, timeout_s: float) -> None:
-        """Enqueue a job that must run on one host (where an episode's container lives)."""
-        queue = Queue(host_queue_name(host), connection=self.redis, serializer=JSONSerializer)
+        """Enqueue a job that must run on one host (where an episode's container lives);
+        an action on the host's queue its workers take first."""
+        name = host_actions_queue_name(host) if func == RUN_ACTION else host_queue_name(host)
+        queue = Queue(name, connection=self.redis, serializer=JSONSerializer)
         queue.enqueue_call(
             func,
             args=args,

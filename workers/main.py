@@ -49,7 +49,7 @@ from core.defaults import (
     STARTUP_RETRY_S,
 )
 from core.languages import language
-from core.queues import QUEUE_NAME, RUN_EPISODE, host_queue_name
+from core.queues import RUN_EPISODE, served_queues
 from core.sink import EpisodeSink
 from core.store import EpisodeStore
 from proctor.models import Limits, TaskSpec, TestSpec
@@ -440,7 +440,7 @@ def serve(
     janitor.sweep()  # containers of workers that died before we started
     queues = [
         Queue(name, connection=client, serializer=JSONSerializer)
-        for name in (host_queue_name(settings.host_id), QUEUE_NAME)
+        for name in served_queues(settings.host_id)
     ]
     log.info("worker %s serving %s", worker, ", ".join(q.name for q in queues))
     try:

@@ -58,14 +58,20 @@ class ReplyWaiter:
     Its socket timeout outlasts the longest wait it serves: with redis-py's default of 5 s,
     every wait longer than that ended as a Redis error (a 503) while the worker went on
     running the action. A dead Redis still ends a wait at once (the connection closes).
+    Each wait holds a connection until its reply: the pool holds as many as the waits an
+    API process serves at once (redis-py's default of 100 refused the 101st of a batch's
+    finishes, "Too many connections").
     """
 
-    def __init__(self, url: str, *, longest_wait_s: float) -> None:
+    def __init__(
+        self, url: str, *, longest_wait_s: float, max_waits: int = defaults.API_REDIS_CONNECTIONS
+    ) -> None:
         self.longest_wait_s = longest_wait_s
         self.redis = aioredis.Redis.from_url(
             url,
             socket_timeout=longest_wait_s + defaults.BLOCKING_SOCKET_MARGIN_S,
             health_check_interval=defaults.REDIS_HEALTH_CHECK_S,
+            max_connections=max_waits,
         )
 
     async def wait(self, key: str, timeout_s: float) -> dict[str, Any] | None:

@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
 import redis
+from rq import Queue
+from rq.serializers import JSONSerializer
 
 from core import keys
 from core.defaults import COMPILE_WALL_FACTOR, COMPILE_WALL_SLACK_S, JOB_OVERHEAD_S
+from core.queues import FINISH_EPISODE, RUN_ACTION, served_queues
 from core.store import EpisodeStore
 from proctor.models import EpisodeCreate
 from service.errors import Overloaded
@@ -199,3 +203,35 @@ def test_a_jobs_time_covers_a_compile_at_its_wall_clock_bound() -> None:
     bound = 60 * COMPILE_WALL_FACTOR + COMPILE_WALL_SLACK_S
     assert job_timeout_s(compiled) == int(10 + bound + JOB_OVERHEAD_S)
     assert job_timeout_s(REQUEST) == int(REQUEST.task.limits.timeout_s + JOB_OVERHEAD_S)
+
+
+@pytest.mark.redis
+def test_an_action_is_taken_before_the_finishes_queued_ahead_of_it(
+    quiet_redis: redis.Redis, queue: EpisodeQueue
+) -> None:
+    """A batch's finishes (each a test run) queued on a host do not hold up an agent's
+    next action: a worker there takes the action first, then the finishes in order."""
+    host = f"test-{uuid.uuid4().hex[:8]}"
+    served = [
+        Queue(n, connection=quiet_redis, serializer=JSONSerializer) for n in served_queues(host)
+    ]
+    try:
+        for n in range(3):
+            queue.to_host(host, FINISH_EPISODE, [f"ep_{n}", f"reply-{n}"], timeout_s=10)
+        queue.to_host(host, RUN_ACTION, ["ep_9", {"type": "bash"}, "reply-9"], timeout_s=10)
+        taken = []
+        while found := Queue.dequeue_any(
+            served, None, connection=quiet_redis, serializer=JSONSerializer
+        ):
+            job, _ = found
+            taken.append((job.func_name, job.args[0]))
+            job.delete()
+        assert taken == [
+            (RUN_ACTION, "ep_9"),
+            (FINISH_EPISODE, "ep_0"),
+            (FINISH_EPISODE, "ep_1"),
+            (FINISH_EPISODE, "ep_2"),
+        ]
+    finally:
+        for q in served[:2]:  # the host's own; the shared queue is not ours to empty
+            q.delete(delete_jobs=True)
