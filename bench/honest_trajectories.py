@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import posixpath
 import subprocess
 import sys
 from collections import Counter
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import table, write
+from redteam import screen_with_scripts
 from trajectory_sources import SOURCES, read_source
 
 from anticheat.analysis.facts import Facts
@@ -45,7 +45,6 @@ from anticheat.analysis.scripts import script_runs
 from anticheat.git.oracle import SandboxGitOracle
 from anticheat.rules.net import classify
 from anticheat.rules.rule import Fallback
-from anticheat.screen import screen_detailed
 from proctor.models import Decision, Level, ScreenItem, TaskContext
 from workers.guard import fallback_of, rule_level
 
@@ -133,22 +132,8 @@ def screen_trajectory(
     on_record = []
     for i, raw in enumerate(traj["actions"]):
         action = ScreenItem.model_validate({"action": raw}).action
-        screening = screen_detailed(action, context, git=oracle, first_only=True)
-        for op in screening.facts.files:
-            if op.kind == "write" and op.static and op.content is not None:
-                written[op.path] = op.content
-            elif op.kind == "append" and op.static and op.content is not None:
-                written[op.path] = written.get(op.path, "") + op.content
-        if action.type == "write_file":
-            written[posixpath.join("/workspace", action.path)] = action.content
-            written[action.path] = action.content
+        screening = screen_with_scripts(action, context, written, git=oracle)
         verdict = screening.verdict
-        scripts = {r.path: written[r.path] for r in screening.facts.runs if r.path in written}
-        if scripts and verdict.decision is not Decision.intercept:
-            screening = screen_detailed(
-                action, context, git=oracle, scripts=scripts, first_only=True
-            )
-            verdict = screening.verdict
         runs = verdict.decision is Decision.allow or (
             verdict.decision is Decision.review and fallback_of(verdict.rule) is not Fallback.oracle
         )

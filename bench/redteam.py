@@ -79,7 +79,7 @@ def screen_offline(runs: list[tuple[Trajectory, Repo]]) -> list[dict[str, Any]]:
         written: dict[str, str] = {}  # what the trajectory's earlier steps wrote, by path
         for act in traj.acts:
             item = ScreenItem.model_validate({"action": act.action})
-            verdict = _screen_with_scripts(item.action, context, written)
+            verdict = screen_with_scripts(item.action, context, written).verdict
             rows.append(
                 {
                     "trajectory": traj.name,
@@ -96,10 +96,13 @@ def screen_offline(runs: list[tuple[Trajectory, Repo]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _screen_with_scripts(action: Any, context: TaskContext, written: dict[str, str]) -> Any:
-    """The verdict the worker gives: screened, then again with the text of the scripts it
-    runs that an earlier step wrote (the worker reads them from the sandbox)."""
-    screening = screen_detailed(action, context, first_only=True)
+def screen_with_scripts(
+    action: Any, context: TaskContext, written: dict[str, str], *, git: Any = None
+) -> Any:
+    """The screening the worker gives (`Screening`: its verdict and facts): screened, then
+    again with the text of the scripts it runs that an earlier step wrote (the worker reads
+    them from the sandbox); `written` collects what each step writes."""
+    screening = screen_detailed(action, context, git=git, first_only=True)
     for op in screening.facts.files:
         if op.kind == "write" and op.static and op.content is not None:
             written[op.path] = op.content
@@ -110,8 +113,8 @@ def _screen_with_scripts(action: Any, context: TaskContext, written: dict[str, s
         written[action.path] = action.content
     scripts = {r.path: written[r.path] for r in screening.facts.runs if r.path in written}
     if scripts and screening.verdict.decision is not Decision.intercept:
-        return screen(action, context, scripts=scripts)
-    return screening.verdict
+        return screen_detailed(action, context, git=git, scripts=scripts, first_only=True)
+    return screening
 
 
 def throughput(runs: list[tuple[Trajectory, Repo]], seconds: float) -> dict[str, Any]:

@@ -275,12 +275,7 @@ class Judge:
         deadline = started + self.settings.timeout_s
         try:
             model = self._resolve_model(deadline)
-            if not self._slots.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
-                raise JudgeUnavailable("timeout", "no free judge slot within the budget")
-            try:
-                verdict, repaired = self._ask(model, prompt, deadline)
-            finally:
-                self._slots.release()
+            verdict, repaired = self._ask_in_a_slot(model, prompt, deadline)
         except JudgeUnavailable as exc:
             return JudgeOutcome(
                 status=JudgeStatus.unavailable,
@@ -389,12 +384,7 @@ class Judge:
                     f"{self._failures} reviews in a row failed; asking again in "
                     f"{self._open_until - started:.0f}s",
                 )
-            if not self._slots.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
-                raise JudgeUnavailable("timeout", "no free judge slot within the budget")
-            try:
-                verdict, repaired = self._ask(model, prompt, deadline)
-            finally:
-                self._slots.release()
+            verdict, repaired = self._ask_in_a_slot(model, prompt, deadline)
         except JudgeUnavailable as exc:
             self._count(CALLS, outcome=exc.reason)
             elapsed = time.monotonic() - started
@@ -419,6 +409,17 @@ class Judge:
         self._timed(prompt.kind, time.monotonic() - started)
         self._cache.put(key, verdict)
         return self._decide(prompt, verdict, started, cached=False, repaired=repaired)
+
+    def _ask_in_a_slot(
+        self, model: str, prompt: Prompt, deadline: float
+    ) -> tuple[JudgeVerdict, bool]:
+        """`_ask` once one of the judge's slots is free, within the deadline."""
+        if not self._slots.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            raise JudgeUnavailable("timeout", "no free judge slot within the budget")
+        try:
+            return self._ask(model, prompt, deadline)
+        finally:
+            self._slots.release()
 
     def _ask(self, model: str, prompt: Prompt, deadline: float) -> tuple[JudgeVerdict, bool]:
         """One completion, and one repair completion if its text holds no verdict."""

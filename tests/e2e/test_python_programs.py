@@ -8,26 +8,16 @@ each test expects is what `/usr/bin/python3 main.py` answers."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import claimed_database, running_service
 
-
-@pytest.fixture(scope="module", params=["pooled", "container"])
-def service_url(
-    request: pytest.FixtureRequest, docker_ready: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    """A service of each isolation mode."""
-    log = tmp_path_factory.mktemp(request.param) / "service.log"
-    with (
-        claimed_database() as redis_url,
-        running_service(redis_url, log, PROCTOR_ISOLATION=request.param) as url,
-    ):
-        yield url
+@pytest.fixture(scope="module")
+def service_url(service_of_each_mode: str) -> str:
+    """Every test here in both isolation modes."""
+    return service_of_each_mode
 
 
 MAIN = """\

@@ -13,29 +13,20 @@ fork of a server that had parsed earlier requests: every attack marked `before` 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import claimed_database, running_service
 from tests.e2e.helpers import episode, run
 
 pytestmark = pytest.mark.redteam
 
 
-@pytest.fixture(scope="module", params=["container", "pooled"])
-def service_url(
-    request: pytest.FixtureRequest, docker_ready: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    """A service of each isolation mode, each with a Redis database of its own."""
-    log = tmp_path_factory.mktemp(request.param) / "service.log"
-    with (
-        claimed_database() as redis_url,
-        running_service(redis_url, log, PROCTOR_ISOLATION=request.param) as url,
-    ):
-        yield url
+@pytest.fixture(scope="module")
+def service_url(service_of_each_mode: str) -> str:
+    """Every test here in both isolation modes."""
+    return service_of_each_mode
 
 
 def answer() -> str:
