@@ -8,6 +8,7 @@ would refuse.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -104,11 +105,14 @@ async def act(resources: Resources, episode_id: str, action: InteractiveAction) 
         raise Conflict(f"episode {episode_id} is still running its previous action")
     try:
         key = keys.reply(uuid.uuid4().hex)
+        # an action that starts later than this could end after the reply is no longer
+        # awaited: the worker answers 503 instead of running it (a retry must not run twice)
+        start_by = time.time() + REPLY_MARGIN_S
         await to_thread.run_sync(
             lambda: resources.queue.to_host(
                 record.started_sandbox().host,
                 RUN_ACTION,
-                [episode_id, action.model_dump(mode="json"), key],
+                [episode_id, action.model_dump(mode="json"), key, start_by],
                 timeout_s=timeout_s,
             ),
         )

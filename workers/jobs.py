@@ -9,6 +9,7 @@ reserved (workers/capacity.py); an interactive one keeps it until its finish.
 from __future__ import annotations
 
 import logging
+import time
 
 from core.endings import infra_failure, task_error
 from core.store import EpisodeRecord
@@ -87,11 +88,21 @@ def _reserved_run(rt: runtime.Runtime, record: EpisodeRecord) -> EpisodeResult |
     return start_interactive(rt, record)
 
 
-def run_action(episode_id: str, action: dict[str, object], reply_key: str) -> None:
-    """One interactive action (runs on the host that holds the episode's container)."""
+def run_action(
+    episode_id: str, action: dict[str, object], reply_key: str, start_by: float | None = None
+) -> None:
+    """One interactive action (runs on the host that holds the episode's container), if it
+    can start by `start_by`: later, it could end after the API stopped awaiting its reply,
+    and a client retrying that 503 would have it run twice; it is refused at once."""
     from workers.interactive import run_action as act
 
     rt = runtime.current()
+    if start_by is not None and time.time() > start_by:
+        log.warning("episode %s: an action waited past its start-by time; not run", episode_id)
+        rt.store.reply(
+            reply_key, status=503, message="no worker took the action in time; it did not run"
+        )
+        return
     try:
         act(rt, episode_id, action, reply_key)
     except SandboxError as exc:
