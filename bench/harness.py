@@ -36,12 +36,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def service(**settings: str) -> Iterator[str]:
-    """`proctor run` on a free port and a scratch Redis database; stopped on exit. The wait
-    bound is off unless set: the benches' closed loops measure throughput and CPU, which a
-    429 would cut short (`overload.py` and `oneshot.py`'s flood measure the bound)."""
+def service(*, tree: Path = REPO_ROOT, **settings: str) -> Iterator[str]:
+    """`proctor run` of the checkout `tree` (this one by default) on a free port and a
+    scratch Redis database; stopped on exit. The wait bound is off unless set: the benches'
+    closed loops measure throughput and CPU, which a 429 would cut short (`overload.py` and
+    `oneshot.py`'s flood measure the bound)."""
     settings = {"max_queue_wait_s": "0", **settings}
-    with claimed(BENCH_REDIS) as redis_url, _service(redis_url, settings) as url:
+    with claimed(BENCH_REDIS) as redis_url, _service(redis_url, settings, tree) as url:
         yield url
 
 
@@ -81,7 +82,7 @@ def claimed(preferred: str) -> Iterator[str]:
 
 
 @contextmanager
-def _service(redis_url: str, settings: dict[str, str]) -> Iterator[str]:
+def _service(redis_url: str, settings: dict[str, str], tree: Path = REPO_ROOT) -> Iterator[str]:
     port = free_port()
     env = {
         **os.environ,
@@ -89,12 +90,14 @@ def _service(redis_url: str, settings: dict[str, str]) -> Iterator[str]:
         "PROCTOR_PORT": str(port),
         **{f"PROCTOR_{k.upper()}": v for k, v in settings.items()},
     }
+    if tree != REPO_ROOT:  # another checkout's packages before this one's installed ones
+        env["PYTHONPATH"] = str(tree)
     RESULTS.mkdir(parents=True, exist_ok=True)  # a fresh clone has no bench/results/
     log = open(RESULTS / f"service-{port}.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
         [sys.executable, "-m", "proctor.cli", "run"],
         env=env,
-        cwd=REPO_ROOT,
+        cwd=tree,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,

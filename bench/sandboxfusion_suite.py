@@ -23,26 +23,20 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
-from harness import REPO_ROOT, RESULTS, claimed, free_port, machine, table, write
+from harness import REPO_ROOT, machine, service, table, write
 
 SF_TESTS = Path("/root/sf-bench/src/sandbox/tests/runners")
 # the files of the languages Proctor claims (and the python isolation tests), and jupyter
 DEFAULT_FILES = (
     "python,pytest,bash,cpp,java,junit,go,go_test,nodejs,typescript,rust,isolation,jupyter"
 )
-START_S = 180.0
 REQUEST_TIMEOUT_S = 180.0
 
 # The stand-ins: SandboxFusion's request and answer models, by field name and default.
@@ -174,53 +168,6 @@ def outcomes(junit: Path) -> dict[str, dict[str, Any]]:
     return per_file
 
 
-@contextmanager
-def proctor(tree: Path) -> Iterator[str]:
-    """`proctor run` from the checkout `tree` on a free port and a scratch Redis database."""
-    with claimed(os.environ.get("PROCTOR_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")) as redis:
-        port = free_port()
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        log = (RESULTS / f"sandboxfusion-suite-{port}.log").open("wb")
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(tree),
-            "PROCTOR_REDIS_URL": redis,
-            "PROCTOR_PORT": str(port),
-            "PROCTOR_WORKER_CONCURRENCY": "2",
-        }
-        process = subprocess.Popen(
-            [sys.executable, "-m", "proctor.cli", "run"],
-            env=env,
-            cwd=tree,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + START_S
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"the service exited; see {log.name}")
-                try:
-                    if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the service was not ready in time; see {log.name}")
-                time.sleep(0.5)
-            yield url
-        finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-            log.close()
-
-
 def replay(url: str, tests: Path, names: list[str]) -> dict[str, dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="sf-suite-") as directory:
         into = Path(directory)
@@ -260,7 +207,7 @@ def main() -> None:
     if args.url:
         per_file = replay(args.url, args.tests, names)
     else:
-        with proctor(args.tree.resolve()) as url:
+        with service(tree=args.tree.resolve(), worker_concurrency="2") as url:
             per_file = replay(url, args.tests, names)
     rows = [
         {"file": f"{name}.py", **{k: v for k, v in row.items() if k != "failures"}}

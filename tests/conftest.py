@@ -235,24 +235,17 @@ def running_service(redis_url: str, log: Path | None = None, **settings: str) ->
             sys.stderr.write(f"\nservice log: {log}\n")
 
 
-@contextmanager
-def service_in_mode(isolation: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A service of one isolation mode (`container`, `pooled`), with a Redis database of its
-    own and its log kept: for modules whose every test runs in both modes."""
-    log = tmp_path_factory.mktemp(isolation) / "service.log"
-    with (
-        claimed_database() as redis_url,
-        running_service(redis_url, log, PROCTOR_ISOLATION=isolation) as url,
-    ):
-        yield url
-
-
 @pytest.fixture(scope="module", params=["container", "pooled"])
 def service_of_each_mode(
     request: pytest.FixtureRequest, docker_ready: None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    """A module's service in each isolation mode in turn (its `service_url` returns it)."""
-    with service_in_mode(request.param, tmp_path_factory) as url:
+    """A module's service in each isolation mode in turn (its `service_url` returns it), with
+    a Redis database of its own and its log kept."""
+    log = tmp_path_factory.mktemp(request.param) / "service.log"
+    with (
+        claimed_database() as redis_url,
+        running_service(redis_url, log, PROCTOR_ISOLATION=request.param) as url,
+    ):
         yield url
 
 

@@ -19,7 +19,6 @@ There is no Jupyter kernel: what differs from one is in the driver's docstring.
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -27,7 +26,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from core.defaults import (
-    RUN_CODE_MEMORY_MB,
     SANDBOXFUSION_ANSWER_MARGIN_S,
     SANDBOXFUSION_CLIENT_SLACK_S,
 )
@@ -50,7 +48,9 @@ from service.adapters.sandboxfusion import (
     CommandRunStatus,
     RunStatus,
     UnsupportedRequest,
+    decoded_files,
     fetchable,
+    sized,
 )
 from service.deps import Resources
 
@@ -101,29 +101,14 @@ def run_jupyter_episode(
 ) -> EpisodeCreate:
     lang = language("python")
     cells = {CELLS.format(index): source for index, source in enumerate(request.cells)}
-    files: dict[str, str] = {}
-    binary: dict[str, str] = {}
-    for path, content in request.files.items():
-        try:
-            data = base64.b64decode(content, validate=True)
-        except binascii.Error as exc:
-            raise UnsupportedRequest(f"file {path!r} is not base64 ({exc})") from exc
-        try:
-            files[path] = data.decode("utf-8")
-        except UnicodeDecodeError:
-            binary[path] = base64.b64encode(data).decode("ascii")
+    files, binary = decoded_files(request.files)
     config = {
         "cells": list(cells),
         "cell_timeout": max(request.cell_timeout, 0.0),
         "result": RESULT,
         "stream_chars": STREAM_CHARS,
     }
-    memory = request.memory_limit_MB if request.memory_limit_MB > 0 else RUN_CODE_MEMORY_MB
-    output_bytes = RESULT_BYTES
-    if maxima is not None:
-        output_bytes = min(output_bytes, maxima.output_bytes)
-        if request.memory_limit_MB <= 0:
-            memory = min(memory, maxima.memory_mb)
+    memory, output_bytes = sized(request.memory_limit_MB, RESULT_BYTES, maxima)
     return EpisodeCreate(
         task=TaskSpec(
             image=lang.image,

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from enum import StrEnum
 
 from pydantic import BaseModel, Field, field_validator
@@ -173,19 +174,7 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
     lang = languages.language(request.language)
     code_file = languages.source_for(lang, request.code)
     command = lang.run
-    files: dict[str, str] = {}
-    binary: dict[str, str] = {}
-    for path, content in request.files.items():
-        if content is None:  # SandboxFusion skips these too
-            continue
-        try:
-            data = base64.b64decode(content, validate=True)
-        except binascii.Error as exc:
-            raise UnsupportedRequest(f"file {path!r} is not base64 ({exc})") from exc
-        try:
-            files[path] = data.decode("utf-8")
-        except UnicodeDecodeError:
-            binary[path] = base64.b64encode(data).decode("ascii")
+    files, binary = decoded_files(request.files)
     compile_timeout = request.compile_timeout
     if lang.name in NO_COMPILE_STEP:
         compile_timeout = max(compile_timeout, request.run_timeout)
@@ -198,14 +187,10 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
     image = lang.image
     if judge is not None and judge.checker is not None and judge.checker.language == "cpp":
         image = "cpp"  # g++ and testlib.h; python3 (without numpy) is there too
-    memory = request.memory_limit_MB if request.memory_limit_MB > 0 else DEFAULT_MEMORY_MB
     output_bytes = OUTPUT_BYTES
     if judge is not None:  # every case's stdout comes back in one record
         output_bytes = min(output_bytes, JUDGED_OUTPUT_BYTES // len(judge.cases))
-    if maxima is not None:  # what we choose, not what the caller asked, fits the deployment
-        output_bytes = min(output_bytes, maxima.output_bytes)
-        if request.memory_limit_MB <= 0:
-            memory = min(memory, maxima.memory_mb)
+    memory, output_bytes = sized(request.memory_limit_MB, output_bytes, maxima)
     return EpisodeCreate(
         task=TaskSpec(
             image=image,
@@ -233,6 +218,36 @@ def run_code_episode(request: RunCodeRequest, maxima: HostMaxima | None = None) 
         solution=Solution(files={code_file: request.code}),
         metadata={"trainer": "sandboxfusion", "language": request.language},
     )
+
+
+def decoded_files(encoded: Mapping[str, str | None]) -> tuple[dict[str, str], dict[str, str]]:
+    """A request's base64 files: (text files, binary files still base64); a `None` is
+    skipped, as SandboxFusion skips it; one that is not base64 is an UnsupportedRequest."""
+    files: dict[str, str] = {}
+    binary: dict[str, str] = {}
+    for path, content in encoded.items():
+        if content is None:
+            continue
+        try:
+            data = base64.b64decode(content, validate=True)
+        except binascii.Error as exc:
+            raise UnsupportedRequest(f"file {path!r} is not base64 ({exc})") from exc
+        try:
+            files[path] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            binary[path] = base64.b64encode(data).decode("ascii")
+    return files, binary
+
+
+def sized(memory_limit_mb: int, output_bytes: int, maxima: HostMaxima | None) -> tuple[int, int]:
+    """The memory (the caller's `memory_limit_MB`, else ours) and output a request runs
+    with: what we choose, not what the caller asked, fits the deployment's maxima."""
+    memory = memory_limit_mb if memory_limit_mb > 0 else DEFAULT_MEMORY_MB
+    if maxima is not None:
+        output_bytes = min(output_bytes, maxima.output_bytes)
+        if memory_limit_mb <= 0:
+            memory = min(memory, maxima.memory_mb)
+    return memory, output_bytes
 
 
 def fetchable(paths: list[str]) -> list[str]:
