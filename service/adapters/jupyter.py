@@ -50,6 +50,7 @@ from service.adapters.sandboxfusion import (
     UnsupportedRequest,
     decoded_files,
     fetchable,
+    sandbox_error,
     sized,
 )
 from service.deps import Resources
@@ -134,12 +135,7 @@ def run_jupyter_episode(
 
 def run_jupyter_response(outcome: EpisodeResult | Exception) -> RunJupyterResponse:
     if not isinstance(outcome, EpisodeResult) or outcome.reward is None:
-        message = (
-            str(outcome)
-            if not isinstance(outcome, EpisodeResult)
-            else (outcome.error or outcome.reason or f"the episode ended as {outcome.verdict}")
-        )
-        return RunJupyterResponse(status=RunStatus.SandboxError, message=message)
+        return RunJupyterResponse(status=RunStatus.SandboxError, message=sandbox_error(outcome))
     pod = outcome.sandbox.host
     files = dict(outcome.files)
     written = files.pop(RESULT, None)

@@ -317,17 +317,19 @@ def judged_response(
     )
 
 
+def sandbox_error(outcome: EpisodeResult | Exception) -> str:
+    """The message of a SandboxError answer: an outcome with no reward, or the exception."""
+    if not isinstance(outcome, EpisodeResult):
+        return str(outcome)
+    return outcome.error or outcome.reason or f"the episode ended as {outcome.verdict}"
+
+
 def run_code_response(
     outcome: EpisodeResult | Exception, *, compiled: bool = False
 ) -> RunCodeResponse:
     """SandboxFusion's answer for an episode's outcome; `compiled`: its language compiles."""
     if not isinstance(outcome, EpisodeResult) or outcome.reward is None:
-        message = (
-            str(outcome)
-            if not isinstance(outcome, EpisodeResult)
-            else (outcome.error or outcome.reason or f"the episode ended as {outcome.verdict}")
-        )
-        return RunCodeResponse(status=RunStatus.SandboxError, message=message)
+        return RunCodeResponse(status=RunStatus.SandboxError, message=sandbox_error(outcome))
     pod = outcome.sandbox.host
     compile_s = outcome.timings.compile_s
     if compiled and outcome.verdict is Verdict.compile_error:
